@@ -1,0 +1,134 @@
+package main
+
+// The components of the control plane, each run as `labcluster component NAME`
+// in a child process of the supervisor (hyperkube style: one binary, many
+// programs). kube-apiserver, kube-controller-manager and kube-scheduler are the
+// real commands from k8s.io/kubernetes v1.36.3, given the flags a small
+// kubeadm-like cluster would use, minus everything that needs a real machine.
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"k8s.io/component-base/cli"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+// Component names, in start order. `down` stops them in reverse: clients of the
+// apiserver first, then the apiserver, then etcd, so nothing logs a storm of
+// "connection refused" on the way out.
+const (
+	compEtcd              = "etcd"
+	compAPIServer         = "apiserver"
+	compControllerManager = "controller-manager"
+	compScheduler         = "scheduler"
+	compNode              = "node"
+)
+
+var allComponents = []string{compEtcd, compAPIServer, compControllerManager, compScheduler, compNode}
+
+// componentArgs returns the command line of one component (after
+// `labcluster component NAME`).
+func componentArgs(name string, s *State) []string {
+	p := paths{s.Dir}
+	switch name {
+	case compEtcd:
+		return []string{
+			"--data-dir", p.etcdData(),
+			"--client-port", strconv.Itoa(s.EtcdPort),
+			"--peer-port", strconv.Itoa(s.EtcdPeerPort),
+		}
+	case compAPIServer:
+		return []string{
+			"--etcd-servers=" + s.EtcdURL(),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(s.APIServerPort),
+			"--advertise-address=127.0.0.1",
+			// The "kubernetes" Service's endpoints would be 127.0.0.1, which
+			// Endpoints validation rejects (loopback); no pod here needs it.
+			"--endpoint-reconciler-type=none",
+			"--tls-cert-file=" + p.pki("apiserver.crt"),
+			"--tls-private-key-file=" + p.pki("apiserver.key"),
+			"--client-ca-file=" + p.pki("ca.crt"),
+			"--token-auth-file=" + p.pki("tokens.csv"),
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + p.pki("sa.pub"),
+			"--service-account-signing-key-file=" + p.pki("sa.key"),
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--cert-dir=" + p.pki(""),
+			"--allow-privileged=true",
+			"--profiling=false",
+		}
+	case compControllerManager:
+		return []string{
+			"--kubeconfig=" + p.componentKubeconfig("controller-manager"),
+			// No HTTPS endpoint: nothing scrapes it, and every listener is one
+			// more port to keep on loopback.
+			"--secure-port=0",
+			// One replica: there is nobody to elect against, and waiting for a
+			// lease only slows the start.
+			"--leader-elect=false",
+			"--use-service-account-credentials=true",
+			"--service-account-private-key-file=" + p.pki("sa.key"),
+			"--root-ca-file=" + p.pki("ca.crt"),
+			"--cluster-signing-cert-file=" + p.pki("ca.crt"),
+			"--cluster-signing-key-file=" + p.pki("ca.key"),
+			// Notice a fresh node's Ready condition within a second, so its
+			// not-ready taint is lifted before the first pod needs scheduling.
+			"--node-monitor-period=1s",
+			"--profiling=false",
+		}
+	case compScheduler:
+		return []string{
+			"--kubeconfig=" + p.componentKubeconfig("scheduler"),
+			"--secure-port=0",
+			"--leader-elect=false",
+			"--profiling=false",
+		}
+	case compNode:
+		return []string{"--kubeconfig=" + p.componentKubeconfig("node")}
+	}
+	panic("unknown component " + name)
+}
+
+// runComponent is `labcluster component NAME ARGS...`, in the child process.
+func runComponent(name string, args []string) int {
+	// The supervisor also sets PR_SET_PDEATHSIG, but that is tied to the OS
+	// thread that forked us; watching our parent is the guarantee that a killed
+	// supervisor (or test binary) never leaves a component running.
+	go exitWhenOrphaned()
+	switch name {
+	case compEtcd:
+		return runEtcd(args)
+	case compNode:
+		return runNode(args)
+	case compAPIServer:
+		os.Args = append([]string{"kube-apiserver"}, args...)
+		return cli.Run(apiserver.NewAPIServerCommand())
+	case compControllerManager:
+		os.Args = append([]string{"kube-controller-manager"}, args...)
+		return cli.Run(controllermanager.NewControllerManagerCommand())
+	case compScheduler:
+		os.Args = append([]string{"kube-scheduler"}, args...)
+		return cli.Run(scheduler.NewSchedulerCommand())
+	}
+	fmt.Fprintf(os.Stderr, "labcluster: unknown component %q\n", name)
+	return 2
+}
+
+// exitWhenOrphaned ends the process as soon as its parent is gone (the kernel
+// re-parents an orphan, so Getppid changes).
+func exitWhenOrphaned() {
+	parent := os.Getppid()
+	for range time.Tick(200 * time.Millisecond) {
+		if os.Getppid() != parent {
+			os.Exit(1)
+		}
+	}
+}

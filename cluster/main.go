@@ -1,0 +1,318 @@
+// Command labcluster runs a real Kubernetes v1.36.3 control plane on
+// 127.0.0.1, built from Go modules: embedded etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and a simulated node, each a child
+// process of one supervisor. It also carries kubectl.
+//
+//	labcluster up [--dir DIR] [--components LIST]   start a cluster, return when ready
+//	labcluster down [--dir DIR]                      stop it, leave no process
+//	labcluster status [--dir DIR]                    what runs, on which ports
+//	labcluster restart apiserver [--dir DIR]         restart the apiserver (same port, same etcd)
+//	labcluster etcd compact [--dir DIR]              compact etcd to its current revision
+//	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.3)
+//
+// DIR defaults to $LABCLUSTER_DIR, else .cluster at the root of the go.work
+// workspace around the current directory.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+const usage = `usage:
+  labcluster up [--dir DIR] [--components etcd,apiserver,...]
+  labcluster down [--dir DIR]
+  labcluster status [--dir DIR]
+  labcluster restart apiserver [--dir DIR]
+  labcluster etcd compact [--dir DIR]
+  labcluster kubectl ARGS...`
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "kubectl":
+		return runKubectl(args)
+	case "component":
+		if len(args) == 0 {
+			fmt.Fprintln(os.Stderr, "labcluster component NAME ARGS...")
+			return 2
+		}
+		return runComponent(args[0], args[1:])
+	case "restart", "etcd":
+		// Two-word commands: "restart apiserver", "etcd compact".
+		if len(args) == 0 || (cmd == "restart" && args[0] != "apiserver") || (cmd == "etcd" && args[0] != "compact") {
+			fmt.Fprintln(os.Stderr, usage)
+			return 2
+		}
+		cmd, args = cmd+" "+args[0], args[1:]
+	}
+
+	fs := flag.NewFlagSet("labcluster "+cmd, flag.ContinueOnError)
+	dir := fs.String("dir", "", "cluster state directory (default $LABCLUSTER_DIR, else <workspace>/.cluster)")
+	components := fs.String("components", strings.Join(allComponents, ","), "components to run (up, run)")
+	detached := fs.Bool("detached", false, "run: do not exit when the parent exits (used by up)")
+	readyFD := fs.Int("ready-fd", 0, "run: file descriptor on which to report readiness")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	d, err := stateDir(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labcluster: %v\n", err)
+		return 1
+	}
+	comps, err := parseComponents(*components)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labcluster: %v\n", err)
+		return 2
+	}
+
+	switch cmd {
+	case "run":
+		var ready *os.File
+		if *readyFD > 0 {
+			ready = os.NewFile(uintptr(*readyFD), "ready")
+		}
+		return runSupervisor(d, comps, *detached, ready)
+	case "up":
+		err = up(d, comps)
+	case "down":
+		err = down(d)
+	case "status":
+		err = status(d)
+	case "restart apiserver":
+		err = restartAPIServer(d)
+	case "etcd compact":
+		err = compact(d)
+	default:
+		fmt.Fprintf(os.Stderr, "labcluster: unknown command %q\n%s\n", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labcluster %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+func parseComponents(list string) ([]string, error) {
+	var out []string
+	for _, c := range strings.Split(list, ",") {
+		known := false
+		for _, k := range allComponents {
+			known = known || c == k
+		}
+		if !known {
+			return nil, fmt.Errorf("unknown component %q (known: %s)", c, strings.Join(allComponents, ","))
+		}
+		out = append(out, c)
+	}
+	if len(out) < 2 || out[0] != compEtcd || out[1] != compAPIServer {
+		return nil, fmt.Errorf("components must start with etcd,apiserver")
+	}
+	return out, nil
+}
+
+// stateDir resolves --dir: the flag, $LABCLUSTER_DIR, or <workspace>/.cluster.
+func stateDir(flagValue string) (string, error) {
+	d := flagValue
+	if d == "" {
+		d = os.Getenv("LABCLUSTER_DIR")
+	}
+	if d == "" {
+		root, err := workspaceRoot()
+		if err != nil {
+			return "", err
+		}
+		d = filepath.Join(root, ".cluster")
+	}
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o700)
+}
+
+// workspaceRoot is the nearest directory at or above the working directory
+// that holds go.work.
+func workspaceRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.work above %s: pass --dir or set LABCLUSTER_DIR", wd)
+		}
+	}
+}
+
+// up starts `labcluster run` in its own session (so it outlives this command
+// and the shell's Ctrl-C), then waits for its "ready" line.
+func up(dir string, comps []string) error {
+	if s, err := readState(dir); err == nil && alive(s.PID) {
+		if _, err := ask(s, "status", 5*time.Second); err == nil {
+			fmt.Printf("labcluster: already up in %s: %s\n", dir, s.APIServerURL())
+			return nil
+		}
+	}
+	start := time.Now()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(filepath.Join(dir, "labcluster.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	fmt.Printf("labcluster: starting %s in %s\n", strings.Join(comps, ", "), dir)
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	w.Close() // the child holds its own copy; EOF on r now means it died
+	cmd.Process.Release()
+
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if url, ok := strings.CutPrefix(line, "ready "); ok {
+		fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes v1.36.3)\n", time.Since(start).Seconds(), url)
+		return nil
+	}
+	if msg, ok := strings.CutPrefix(line, "error "); ok {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("the supervisor exited before the cluster was ready; see %s", log.Name())
+}
+
+// down asks the supervisor to stop everything, then makes sure it did.
+func down(dir string) error {
+	s, err := readState(dir)
+	if errors.Is(err, errNoCluster) {
+		fmt.Printf("labcluster: nothing running in %s\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if alive(s.PID) {
+		if _, err := ask(s, "stop", 15*time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "labcluster: %v; killing pid %d\n", err, s.PID)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for alive(s.PID) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(s.PID) {
+			// Its children die with it (Pdeathsig, and they watch their parent).
+			syscall.Kill(s.PID, syscall.SIGKILL)
+		}
+	}
+	p := paths{dir}
+	os.Remove(p.state())
+	os.Remove(p.kubeconfig())
+	os.Remove(s.Socket)
+	fmt.Printf("labcluster: stopped (logs kept in %s)\n", p.logs())
+	return nil
+}
+
+func status(dir string) error {
+	s, err := running(dir)
+	if err != nil {
+		return err
+	}
+	reply, err := ask(s, "status", 5*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Println(reply)
+	return nil
+}
+
+func restartAPIServer(dir string) error {
+	s, err := running(dir)
+	if err != nil {
+		return err
+	}
+	reply, err := ask(s, "restart apiserver", 90*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Println(reply)
+	return nil
+}
+
+func compact(dir string) error {
+	s, err := running(dir)
+	if err != nil {
+		return err
+	}
+	rev, err := etcdCompact(context.Background(), s)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("compacted etcd at revision %d\n", rev)
+	return nil
+}
+
+func running(dir string) (*State, error) {
+	s, err := readState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !alive(s.PID) {
+		return nil, fmt.Errorf("the cluster in %s is not running (supervisor pid %d is gone); start it with scripts/cluster-up.sh", dir, s.PID)
+	}
+	return s, nil
+}
+
+func alive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil
+}
+
+// runKubectl is kubectl itself, as cmd/kubectl/kubectl.go of k8s.io/kubernetes.
+func runKubectl(args []string) int {
+	os.Args = append([]string{"kubectl"}, args...)
+	logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
+	if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+		kubectlutil.CheckErr(err)
+	}
+	return 0
+}

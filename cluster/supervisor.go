@@ -1,0 +1,388 @@
+package main
+
+// `labcluster run`: the supervisor. It owns one cluster: makes its
+// credentials, starts each component as a child process, says "ready" once the
+// apiserver is, and then serves a few requests on a unix socket (stop, restart
+// the apiserver, status) until it is told to stop or its parent dies.
+//
+// One goroutine (serve) does everything that changes the set of children, so
+// no lock is needed: requests from the socket and signals arrive on channels.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited and been reaped
+}
+
+type supervisor struct {
+	state    *State
+	self     string // path of this binary, to start components
+	children map[string]*child
+	client   kubernetes.Interface
+}
+
+type request struct {
+	line  string
+	reply chan<- string
+}
+
+// runSupervisor is `labcluster run`. ready, if not nil, receives one line:
+// "ready URL" or "error MESSAGE", and is then closed.
+func runSupervisor(dir string, components []string, detached bool, ready *os.File) int {
+	report := func(format string, args ...any) {
+		if ready != nil {
+			fmt.Fprintf(ready, format+"\n", args...)
+			ready.Close()
+			ready = nil
+		}
+	}
+	if !detached {
+		go exitWhenOrphaned()
+	}
+	sv, err := newSupervisor(dir, components)
+	if err != nil {
+		report("error %v", err)
+		return 1
+	}
+	sock, err := net.Listen("unix", sv.state.Socket)
+	if err != nil {
+		report("error control socket: %v", err)
+		return 1
+	}
+	defer os.Remove(sv.state.Socket)
+
+	if err := sv.startAll(); err != nil {
+		report("error %v", err)
+		sv.stopAll()
+		return 1
+	}
+	report("ready %s", sv.state.APIServerURL())
+
+	requests := make(chan request)
+	go acceptRequests(sock, requests)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	sv.serve(requests, signals)
+	sock.Close()
+	return 0
+}
+
+func newSupervisor(dir string, components []string) (*supervisor, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	p := paths{dir}
+	// Every run starts from a clean cluster: old data, credentials and logs go.
+	for _, old := range []string{p.etcdData(), p.pki(""), p.logs(), p.state(), p.kubeconfig()} {
+		if err := os.RemoveAll(old); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(p.logs(), 0o700); err != nil {
+		return nil, err
+	}
+	s := &State{Dir: dir, PID: os.Getpid(), Components: components}
+	for _, port := range []*int{&s.EtcdPort, &s.EtcdPeerPort, &s.APIServerPort} {
+		if *port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	// A unix socket path is limited to 107 bytes; deep temp dirs can exceed it.
+	s.Socket = filepath.Join(dir, "labcluster.sock")
+	if len(s.Socket) > 100 {
+		s.Socket = filepath.Join(os.TempDir(), fmt.Sprintf("labcluster-%d.sock", os.Getpid()))
+	}
+	os.Remove(s.Socket)
+	if err := makePKI(p, s.APIServerURL()); err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	if err := writeState(s); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &supervisor{state: s, self: self, children: map[string]*child{}, client: client}, nil
+}
+
+func (sv *supervisor) has(name string) bool {
+	for _, c := range sv.state.Components {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// startAll starts etcd, then the apiserver, waits until it is ready, then the
+// rest. Controllers and the node are started last but not waited for: they
+// connect on their own, and `up` promises only a ready apiserver.
+func (sv *supervisor) startAll() error {
+	if err := sv.start(compEtcd); err != nil {
+		return err
+	}
+	if err := sv.waitTCP(compEtcd, sv.state.EtcdPort, 30*time.Second); err != nil {
+		return err
+	}
+	if err := sv.start(compAPIServer); err != nil {
+		return err
+	}
+	if err := sv.waitAPIServer(60 * time.Second); err != nil {
+		return err
+	}
+	for _, name := range []string{compControllerManager, compScheduler, compNode} {
+		if sv.has(name) {
+			if err := sv.start(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (sv *supervisor) start(name string) error {
+	log, err := os.OpenFile(paths{sv.state.Dir}.log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(sv.self, append([]string{"component", name}, componentArgs(name, sv.state)...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Kill the child if we die. The kernel ties this to the forking thread,
+	// not the process; exitWhenOrphaned in the child covers that gap.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		log.Close()
+		close(c.exited)
+	}()
+	sv.children[name] = c
+	return nil
+}
+
+// stop asks a component to stop (SIGTERM) and kills it after grace.
+func (sv *supervisor) stop(name string, grace time.Duration) {
+	c, ok := sv.children[name]
+	if !ok {
+		return
+	}
+	delete(sv.children, name)
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(grace):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// stopAll stops clients of the apiserver, then the apiserver, then etcd.
+func (sv *supervisor) stopAll() {
+	for i := len(allComponents) - 1; i >= 0; i-- {
+		// The apiserver drains requests on SIGTERM; long watches are ended
+		// for it, so a second or two is plenty on a lab cluster.
+		sv.stop(allComponents[i], 2*time.Second)
+	}
+}
+
+func (sv *supervisor) waitTCP(name string, port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := sv.exitedEarly(name); err != nil {
+			return err
+		}
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not listen on 127.0.0.1:%d within %s%s", name, port, timeout, sv.logTail(name))
+}
+
+// waitAPIServer polls /readyz, then waits for namespace "default" (created by
+// the apiserver's own bootstrap controller, a moment after readyz).
+func (sv *supervisor) waitAPIServer(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		if err := sv.exitedEarly(compAPIServer); err != nil {
+			return err
+		}
+		if last = sv.ready(ctx); last == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver not ready within %s: %v%s", timeout, last, sv.logTail(compAPIServer))
+}
+
+func (sv *supervisor) ready(ctx context.Context) error {
+	body, err := sv.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("/readyz: %v %s", err, strings.TrimSpace(string(body)))
+	}
+	_, err = sv.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+	return err
+}
+
+func (sv *supervisor) exitedEarly(name string) error {
+	c, ok := sv.children[name]
+	if !ok {
+		return fmt.Errorf("%s is not running", name)
+	}
+	select {
+	case <-c.exited:
+		return fmt.Errorf("%s exited: %v%s", name, c.cmd.ProcessState, sv.logTail(name))
+	default:
+		return nil
+	}
+}
+
+// logTail returns the last lines of a component's log, for error messages.
+func (sv *supervisor) logTail(name string) string {
+	b, err := os.ReadFile(paths{sv.state.Dir}.log(name))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return fmt.Sprintf("\nlast lines of %s:\n  %s", paths{sv.state.Dir}.log(name), strings.Join(lines, "\n  "))
+}
+
+// serve handles requests until stop, a signal, or the socket closing.
+func (sv *supervisor) serve(requests <-chan request, signals <-chan os.Signal) {
+	for {
+		select {
+		case <-signals:
+			sv.stopAll()
+			return
+		case req, ok := <-requests:
+			if !ok {
+				sv.stopAll()
+				return
+			}
+			switch req.line {
+			case "stop":
+				sv.stopAll()
+				req.reply <- "ok stopped"
+				return
+			case "restart apiserver":
+				req.reply <- sv.restartAPIServer()
+			case "status":
+				req.reply <- sv.status()
+			default:
+				req.reply <- fmt.Sprintf("error unknown request %q (want stop, restart apiserver, status)", req.line)
+			}
+		}
+	}
+}
+
+// restartAPIServer stops the apiserver and starts it again with the same
+// flags, port and etcd: what a rolling upgrade or a crash does to clients.
+func (sv *supervisor) restartAPIServer() string {
+	start := time.Now()
+	sv.stop(compAPIServer, 2*time.Second)
+	if err := sv.start(compAPIServer); err != nil {
+		return "error " + err.Error()
+	}
+	if err := sv.waitAPIServer(60 * time.Second); err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprintf("ok apiserver restarted on %s in %.1fs", sv.state.APIServerURL(), time.Since(start).Seconds())
+}
+
+func (sv *supervisor) status() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ok supervisor pid %d, apiserver %s, etcd %s", sv.state.PID, sv.state.APIServerURL(), sv.state.EtcdURL())
+	for _, name := range allComponents {
+		c, ok := sv.children[name]
+		switch {
+		case !ok:
+			continue
+		case sv.exitedEarly(name) != nil:
+			fmt.Fprintf(&b, "\n%-20s exited (%v)", name, c.cmd.ProcessState)
+		default:
+			fmt.Fprintf(&b, "\n%-20s running, pid %d", name, c.cmd.Process.Pid)
+		}
+	}
+	return b.String()
+}
+
+// acceptRequests reads one line per connection and writes back the reply.
+func acceptRequests(sock net.Listener, requests chan<- request) {
+	defer close(requests)
+	for {
+		conn, err := sock.Accept()
+		if err != nil {
+			return
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			conn.Close()
+			continue
+		}
+		reply := make(chan string, 1)
+		requests <- request{line: strings.TrimSpace(line), reply: reply}
+		fmt.Fprintln(conn, <-reply)
+		conn.Close()
+	}
+}
+
+// ask sends one request to a running supervisor and returns its reply.
+func ask(s *State, line string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("unix", s.Socket, 2*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("labcluster supervisor (pid %d) not answering on %s: %w", s.PID, s.Socket, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := fmt.Fprintln(conn, line); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	reply := strings.TrimSpace(string(b))
+	if err != nil && reply == "" {
+		return "", err
+	}
+	if msg, ok := strings.CutPrefix(reply, "error "); ok {
+		return "", errors.New(msg)
+	}
+	return strings.TrimPrefix(reply, "ok "), nil
+}

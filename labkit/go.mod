@@ -1,0 +1,3 @@
+module github.com/listwatch-labs/listwatch-labs/labkit
+
+go 1.26.0
