@@ -30,13 +30,14 @@ mkdir -p "$root/.cluster/bin"
 cd "$root/cluster"
 echo "build-labcluster: building labcluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl at $version) from Go modules."
 echo "build-labcluster: the first build downloads ~1 GB of modules and compiles ~2,500 packages: several minutes on 2 cores. Later builds take seconds."
-# GOWORK=off: the binary is pinned by cluster/go.mod alone, whatever the labs require.
+# GOWORK=off: the binary is pinned by cluster/go.mod alone, whatever the labs
+# require (scripts/test.sh vets it the same way, so both share the build cache).
 export GOWORK=off
 go mod download
 total=$(go list -deps . | wc -l)
 # -v names each package as it is compiled (cached ones are skipped), which is
 # our progress meter.
-if ! go build -v -trimpath -ldflags "$ldflags" -o "$bin.tmp" . 2>&1 | {
+if ! go build -v -ldflags "$ldflags" -o "$bin.tmp" . 2>&1 | {
   n=0
   while IFS= read -r line; do
     case "$line" in

@@ -1,0 +1,213 @@
+// Package labkit is the test harness every lab shares: it finds or starts a
+// Kubernetes cluster, gives each testscript exercise a namespace of its own,
+// and renders watch streams as the transcripts golden files compare.
+//
+// There is no upstream counterpart; the closest relatives are
+// sigs.k8s.io/controller-runtime/pkg/envtest (a control plane per test binary)
+// and cmd/go's script tests (testscript).
+package labkit
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is a running Kubernetes cluster the tests talk to.
+type Cluster struct {
+	// Kubeconfig is the path of its kubeconfig.
+	Kubeconfig string
+	// Dir is the labcluster state directory, or "" when the cluster is not a
+	// labcluster (kind, or any other): then it cannot be restarted or compacted.
+	Dir string
+	// Server is the apiserver URL, Token the bearer token, CAData the CA (PEM).
+	Server string
+	Token  string
+	CAData []byte
+
+	Config  *rest.Config
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	Mapper  meta.ResettableRESTMapper
+
+	// process is the `labcluster run` supervisor when we started it.
+	process *exec.Cmd
+}
+
+// Root returns the workspace root: the nearest directory holding go.work at or
+// above the working directory (a test runs in its package directory).
+func Root() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("labkit: no go.work at or above %s", wd)
+		}
+	}
+}
+
+// Connect returns the cluster of a kubeconfig, checking that it answers /readyz.
+func Connect(kubeconfig string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("labkit: kubeconfig %s: %w", kubeconfig, err)
+	}
+	// Tests create and watch in bursts; the default 5 QPS would make them crawl.
+	cfg.QPS, cfg.Burst = 200, 400
+	c := &Cluster{Kubeconfig: kubeconfig, Server: cfg.Host, Token: cfg.BearerToken, CAData: cfg.CAData, Config: cfg}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(kubeconfig), "state.json")); err == nil {
+		c.Dir = filepath.Dir(kubeconfig)
+	}
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return nil, fmt.Errorf("labkit: the cluster of %s is not ready: %w", kubeconfig, err)
+	}
+	return c, nil
+}
+
+// Discover returns the cluster the tests should use, or nil when none runs:
+// $KUBECONFIG if set (it must answer), else <root>/.cluster/kubeconfig if it
+// answers.
+func Discover() (*Cluster, error) {
+	if kc := os.Getenv("KUBECONFIG"); kc != "" {
+		return Connect(kc)
+	}
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	kc := filepath.Join(root, ".cluster", "kubeconfig")
+	if _, err := os.Stat(kc); err != nil {
+		return nil, nil
+	}
+	c, err := Connect(kc)
+	if err != nil {
+		// A kubeconfig left by a cluster that is gone: not an error, start one.
+		return nil, nil
+	}
+	return c, nil
+}
+
+// LabclusterBinary builds .cluster/bin/labcluster if its sources changed and
+// returns its path. The first build takes minutes; its progress goes to stderr.
+func LabclusterBinary() (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	build := exec.Command(filepath.Join(root, "scripts", "build-labcluster.sh"))
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("labkit: building labcluster: %w", err)
+	}
+	return filepath.Join(root, ".cluster", "bin", "labcluster"), nil
+}
+
+// StartEmbedded starts a labcluster in dir as a child of this process (it dies
+// with us, even on SIGKILL) and waits until it is ready. components defaults to
+// the whole cluster; "etcd", "apiserver" is enough for most watch lessons.
+func StartEmbedded(dir string, components ...string) (*Cluster, error) {
+	bin, err := LabclusterBinary()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	args := []string{"run", "--dir", dir, "--ready-fd", "3"}
+	if len(components) > 0 {
+		args = append(args, "--components", strings.Join(components, ","))
+	}
+	log, err := os.OpenFile(filepath.Join(dir, "labcluster.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.Close()
+	// The supervisor writes one line: "ready URL" or "error MESSAGE"; EOF
+	// means it died first.
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "ready ") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		msg, _ := strings.CutPrefix(line, "error ")
+		if msg == "" {
+			msg = "the supervisor exited; see " + log.Name()
+		}
+		return nil, errors.New("labkit: starting the embedded cluster: " + msg)
+	}
+	c, err := Connect(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	c.process = cmd
+	return c, nil
+}
+
+// Stop stops a cluster StartEmbedded started (SIGTERM: the supervisor stops
+// the apiserver before etcd); other clusters are left alone.
+func (c *Cluster) Stop() error {
+	if c.process == nil {
+		return nil
+	}
+	c.process.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- c.process.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		c.process.Process.Kill()
+		<-done
+	}
+	c.process = nil
+	return nil
+}

@@ -1,0 +1,361 @@
+package labkit
+
+// The testscript commands of labkit/README.md. Each fails the script with a
+// message that names what went wrong; none sleeps: waiting is polling a
+// condition until a deadline.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+)
+
+// Commands returns labkit's testscript commands (a new map each call).
+func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"kapply":         cmdApply,
+		"kpatch":         cmdPatch,
+		"kdelete":        cmdDelete,
+		"listrv":         cmdListRV,
+		"waitfor":        cmdWaitFor,
+		"kwatch":         cmdWatch,
+		"transcript":     cmdTranscript,
+		"chunks":         cmdChunks,
+		"labcluster":     cmdLabcluster,
+		"privatecluster": cmdPrivateCluster,
+	}
+}
+
+func noNeg(ts *testscript.TestScript, neg bool, name string) {
+	if neg {
+		ts.Fatalf("%s does not support !", name)
+	}
+}
+
+func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// resourceFor resolves "configmaps" (or "configmap", "deployments.apps") to
+// the resource the apiserver serves.
+func resourceFor(ts *testscript.TestScript, c *Cluster, name string) schema.GroupVersionResource {
+	gr := schema.ParseGroupResource(name)
+	gvr, err := c.Mapper.ResourceFor(gr.WithVersion(""))
+	if err != nil {
+		ts.Fatalf("unknown resource %q: %v", name, err)
+	}
+	return gvr
+}
+
+// kapply FILE: server-side apply every object in FILE into $NS.
+func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "kapply")
+	if len(args) != 1 {
+		ts.Fatalf("usage: kapply FILE")
+	}
+	s := stateOf(ts)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(args[0])), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err == io.EOF {
+			return
+		} else if err != nil {
+			ts.Fatalf("%s: %v", args[0], err)
+		}
+		if len(obj.Object) == 0 {
+			continue // an empty YAML document
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := s.cluster.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			ts.Fatalf("%s: %v", args[0], err)
+		}
+		ri := s.cluster.Dynamic.Resource(mapping.Resource)
+		ctx, cancel := ctxTimeout(30 * time.Second)
+		if mapping.Scope.Name() == "namespace" {
+			obj.SetNamespace(s.ns)
+			_, err = ri.Namespace(s.ns).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "labkit", Force: true})
+		} else {
+			_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "labkit", Force: true})
+		}
+		cancel()
+		ts.Check(err)
+		ts.Logf("applied %s/%s", mapping.Resource.Resource, obj.GetName())
+	}
+}
+
+// kpatch RESOURCE NAME PATCH: a JSON merge patch.
+func cmdPatch(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "kpatch")
+	if len(args) != 3 {
+		ts.Fatalf("usage: kpatch RESOURCE NAME MERGE-PATCH")
+	}
+	s := stateOf(ts)
+	gvr := resourceFor(ts, s.cluster, args[0])
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	_, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Patch(ctx, args[1], types.MergePatchType, []byte(args[2]), metav1.PatchOptions{})
+	ts.Check(err)
+}
+
+// kdelete RESOURCE NAME
+func cmdDelete(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "kdelete")
+	if len(args) != 2 {
+		ts.Fatalf("usage: kdelete RESOURCE NAME")
+	}
+	s := stateOf(ts)
+	gvr := resourceFor(ts, s.cluster, args[0])
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	ts.Check(s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Delete(ctx, args[1], metav1.DeleteOptions{}))
+}
+
+// listrv [-l SELECTOR] RESOURCE VAR: LIST in $NS, set VAR to its resourceVersion.
+func cmdListRV(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "listrv")
+	fs := flag.NewFlagSet("listrv", flag.ContinueOnError)
+	selector := fs.String("l", "", "label selector")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
+		ts.Fatalf("usage: listrv [-l SELECTOR] RESOURCE VAR")
+	}
+	s := stateOf(ts)
+	gvr := resourceFor(ts, s.cluster, fs.Arg(0))
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	list, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).List(ctx, metav1.ListOptions{LabelSelector: *selector})
+	ts.Check(err)
+	ts.Setenv(fs.Arg(1), list.GetResourceVersion())
+}
+
+// waitfor [-timeout D] COND ARGS: poll until COND holds.
+//
+//	exists RESOURCE NAME     the object exists in $NS
+//	gone RESOURCE NAME       it does not
+//	file FILE REGEXP         FILE has a line matching REGEXP
+//	count FILE REGEXP N      FILE has at least N lines matching REGEXP
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "waitfor")
+	fs := flag.NewFlagSet("waitfor", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 1 {
+		ts.Fatalf("usage: waitfor [-timeout D] exists|gone|file|count ARGS")
+	}
+	s := stateOf(ts)
+	args = fs.Args()
+	var check func() (bool, string)
+	switch {
+	case (args[0] == "exists" || args[0] == "gone") && len(args) == 3:
+		gvr := resourceFor(ts, s.cluster, args[1])
+		want := args[0] == "exists"
+		check = func() (bool, string) {
+			ctx, cancel := ctxTimeout(5 * time.Second)
+			defer cancel()
+			_, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Get(ctx, args[2], metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err.Error()
+			}
+			return (err == nil) == want, fmt.Sprintf("%s/%s exists: %v", args[1], args[2], err == nil)
+		}
+	case args[0] == "file" && len(args) == 3, args[0] == "count" && len(args) == 4:
+		re, err := regexp.Compile("(?m)" + args[2])
+		ts.Check(err)
+		n := 1
+		if args[0] == "count" {
+			n, err = strconv.Atoi(args[3])
+			ts.Check(err)
+		}
+		file := ts.MkAbs(args[1])
+		check = func() (bool, string) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := len(re.FindAll(b, -1))
+			return got >= n, fmt.Sprintf("%d of %d lines matching %q in %s", got, n, args[2], args[1])
+		}
+	default:
+		ts.Fatalf("usage: waitfor [-timeout D] exists RES NAME | gone RES NAME | file FILE REGEXP | count FILE REGEXP N")
+	}
+	deadline := time.Now().Add(*timeout)
+	for {
+		ok, state := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfor %s: not true after %s (%s)", strings.Join(args, " "), *timeout, state)
+		}
+		time.Sleep(25 * time.Millisecond) // the poll interval, not a wait for an event
+	}
+}
+
+// watch is one background watch of kwatch.
+type watch struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed once the body is copied to the file
+	err    error
+}
+
+func (w *watch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// kwatch NAME RESOURCE [QUERY] / kwatch -stop NAME: a raw watch in the
+// background, its body written unchanged to $WORK/NAME.json.
+func cmdWatch(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "kwatch")
+	s := stateOf(ts)
+	if len(args) == 2 && args[0] == "-stop" {
+		w, ok := s.watches[args[1]]
+		if !ok {
+			ts.Fatalf("kwatch: no watch named %q", args[1])
+		}
+		w.stop()
+		delete(s.watches, args[1])
+		if w.err != nil && !errors.Is(w.err, context.Canceled) {
+			ts.Fatalf("kwatch %s: %v", args[1], w.err)
+		}
+		return
+	}
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: kwatch NAME RESOURCE [QUERY] | kwatch -stop NAME")
+	}
+	name := args[0]
+	if _, dup := s.watches[name]; dup {
+		ts.Fatalf("kwatch: %s already running", name)
+	}
+	gvr := resourceFor(ts, s.cluster, args[1])
+	query := "watch=1"
+	if len(args) == 3 {
+		query += "&" + args[2]
+	}
+	url := s.cluster.Server + collectionPath(gvr, s.ns) + "?" + query
+	client, err := rest.HTTPClientFor(s.cluster.Config)
+	ts.Check(err)
+	out, err := os.Create(ts.MkAbs(name + ".json"))
+	ts.Check(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	ts.Check(err)
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		ts.Fatalf("kwatch %s: %v", name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		ts.Fatalf("kwatch %s: HTTP %d: %s", name, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	w := &watch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer out.Close()
+		defer resp.Body.Close()
+		_, w.err = io.Copy(out, resp.Body)
+	}()
+	s.watches[name] = w
+}
+
+// collectionPath is the URL path of a namespaced collection.
+func collectionPath(gvr schema.GroupVersionResource, ns string) string {
+	if gvr.Group == "" {
+		return fmt.Sprintf("/api/%s/namespaces/%s/%s", gvr.Version, ns, gvr.Resource)
+	}
+	return fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, ns, gvr.Resource)
+}
+
+// transcript [-f FIELD]... FILE...: print the transcript of watch output,
+// Lists and Statuses in FILEs, numbering resourceVersions across all of them.
+func cmdTranscript(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "transcript")
+	var fields []string
+	for len(args) >= 2 && args[0] == "-f" {
+		fields, args = append(fields, args[1]), args[2:]
+	}
+	if len(args) == 0 {
+		ts.Fatalf("usage: transcript [-f FIELD]... FILE...")
+	}
+	t := NewTranscript(fields...)
+	for _, f := range args {
+		if err := t.AddStream(strings.NewReader(ts.ReadFile(f))); err != nil {
+			ts.Fatalf("transcript %s: %v", f, err)
+		}
+	}
+	fmt.Fprint(ts.Stdout(), t.String())
+}
+
+// chunks FILE: the HTTP/1.1 chunks of a raw body (curl --raw), one per line.
+func cmdChunks(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "chunks")
+	if len(args) != 1 {
+		ts.Fatalf("usage: chunks FILE")
+	}
+	out, err := DescribeChunks([]byte(ts.ReadFile(args[0])))
+	fmt.Fprint(ts.Stdout(), out)
+	if err != nil {
+		ts.Fatalf("chunks %s: %v", args[0], err)
+	}
+}
+
+// labcluster ARGS...: the labcluster binary, against this script's cluster.
+func cmdLabcluster(ts *testscript.TestScript, neg bool, args []string) {
+	s := stateOf(ts)
+	if s.cluster.Dir == "" {
+		ts.Fatalf("labcluster: this cluster is not a labcluster (kind?); guard the script with [!labcluster] skip")
+	}
+	bin, err := LabclusterBinary()
+	ts.Check(err)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "LABCLUSTER_DIR="+s.cluster.Dir, "KUBECONFIG="+s.cluster.Kubeconfig, "HOME="+ts.Getenv("HOME"))
+	cmd.Dir = ts.Getenv("WORK")
+	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+	err = cmd.Run()
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("labcluster %s: %v", strings.Join(args, " "), err)
+	case err == nil && neg:
+		ts.Fatalf("labcluster %s: unexpected success", strings.Join(args, " "))
+	}
+}
+
+// privatecluster: this script gets its own etcd and apiserver, for lessons that
+// restart the apiserver or compact etcd without disturbing other scripts.
+func cmdPrivateCluster(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "privatecluster")
+	s := stateOf(ts)
+	if s.private != nil {
+		ts.Fatalf("privatecluster: already private")
+	}
+	if current.Dir == "" {
+		ts.Fatalf("privatecluster needs the embedded cluster; guard the script with [!labcluster] skip")
+	}
+	c, err := StartEmbedded(filepath.Join(ts.Getenv("WORK"), ".cluster"), "etcd", "apiserver")
+	ts.Check(err)
+	s.private, s.cluster = c, c
+	ts.Check(createNamespace(c, s.ns))
+	ts.Check(setClusterEnv(ts.Getenv("WORK"), ts.Setenv, s))
+}
