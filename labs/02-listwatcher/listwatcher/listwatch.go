@@ -1,0 +1,305 @@
+// Upstream: k8s.io/client-go@v0.36.3/tools/cache/listwatch.go (ListWatch,
+// NewFilteredListWatchFromClient) and rest/request.go (Request.Do,
+// Request.Watch, Request.URL), with the query parameters of
+// k8s.io/apimachinery@v0.36.3/pkg/apis/meta/v1/types.go (ListOptions).
+//
+// Left out: protobuf and CBOR (we always ask for JSON), client-side rate
+// limiting and request retries (the ListAndWatch loop in loop.go is where we
+// retry, so a learner sees every attempt), warning headers, metrics, and
+// resources outside core/v1 (the kind is looked up in a scheme that only
+// knows core/v1). Upstream builds URLs with a RESTClient that knows every
+// group; we write the path by hand because the path is the lesson.
+
+package listwatcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// ListWatch lists and watches one core/v1 resource in one namespace (or in
+// all namespaces when Namespace is ""), over plain net/http.
+//
+// It satisfies cache.ListerWatcherWithContext (ListWithContext,
+// WatchWithContext) and the older cache.ListerWatcher (List, Watch), so a
+// client-go Reflector can use it unchanged. Every method is safe for
+// concurrent use: a ListWatch holds no state between requests.
+type ListWatch struct {
+	// Client does the HTTP: TLS and the bearer token come from the rest.Config
+	// (rest.HTTPClientFor); the requests and their decoding are ours.
+	Client *http.Client
+	// Server is the apiserver's base URL, e.g. https://127.0.0.1:6443.
+	Server string
+	// Resource is the plural, lower-case resource name: "configmaps", "pods".
+	Resource string
+	// Namespace is the namespace to list and watch; "" means all namespaces.
+	Namespace string
+	// LabelSelector and FieldSelector are applied to every List and Watch
+	// whose options do not set their own, as upstream's
+	// NewFilteredListWatchFromClient does with its optionsModifier: a
+	// Reflector passes options without selectors, and the watch must filter
+	// exactly like the list or the two would disagree about what exists.
+	LabelSelector string
+	FieldSelector string
+	// Kind is the kind of one object ("ConfigMap" in group "", version "v1").
+	// The list kind is Kind+"List".
+	Kind schema.GroupVersionKind
+}
+
+// coreScheme maps core/v1 kinds to Go types (ConfigMap -> corev1.ConfigMap).
+// It is built on first use, not in init(), and never changes after that.
+var coreScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+})
+
+// New returns a ListWatch for a core/v1 resource, using cfg (a kubeconfig's
+// rest.Config) for the server address and the transport.
+func New(cfg *rest.Config, resource, namespace string) (*ListWatch, error) {
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("transport for %s: %w", cfg.Host, err)
+	}
+	server := cfg.Host
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	kind, err := KindFor(resource)
+	if err != nil {
+		return nil, err
+	}
+	return &ListWatch{
+		Client:    client,
+		Server:    strings.TrimSuffix(server, "/"),
+		Resource:  resource,
+		Namespace: namespace,
+		Kind:      kind,
+	}, nil
+}
+
+// KindFor finds the core/v1 kind whose plural resource name is resource
+// ("configmaps" -> ConfigMap). Upstream asks the server (discovery and a
+// RESTMapper); a scheme that knows core/v1 is enough for this lab.
+func KindFor(resource string) (schema.GroupVersionKind, error) {
+	s, err := coreScheme()
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	for kind := range s.KnownTypes(corev1.SchemeGroupVersion) {
+		gvk := corev1.SchemeGroupVersion.WithKind(kind)
+		if strings.HasSuffix(kind, "List") || strings.HasSuffix(kind, "Options") {
+			continue
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		if plural.Resource == resource {
+			return gvk, nil
+		}
+	}
+	return schema.GroupVersionKind{}, fmt.Errorf("%q is not a core/v1 resource (try configmaps, pods, secrets, services, events ...)", resource)
+}
+
+// newObject returns an empty object of kind (ConfigMap, ConfigMapList ...).
+func newObject(kind schema.GroupVersionKind) (runtime.Object, error) {
+	s, err := coreScheme()
+	if err != nil {
+		return nil, err
+	}
+	return s.New(kind)
+}
+
+// collectionURL is the URL of the resource's collection with the query of
+// opts: /api/v1/namespaces/NS/RESOURCE?labelSelector=...
+func (lw *ListWatch) collectionURL(opts metav1.ListOptions) string {
+	path := "/api/v1/" + lw.Resource
+	if lw.Namespace != "" {
+		path = "/api/v1/namespaces/" + url.PathEscape(lw.Namespace) + "/" + lw.Resource
+	}
+	return lw.Server + path + "?" + lw.query(opts).Encode()
+}
+
+// query writes ListOptions as the query parameters the apiserver reads. This
+// is what upstream's runtime.ParameterCodec does by reflection over the
+// struct tags; by hand, every parameter of the lesson is visible.
+func (lw *ListWatch) query(opts metav1.ListOptions) url.Values {
+	q := url.Values{}
+	label, field := opts.LabelSelector, opts.FieldSelector
+	if label == "" {
+		label = lw.LabelSelector
+	}
+	if field == "" {
+		field = lw.FieldSelector
+	}
+	if label != "" {
+		q.Set("labelSelector", label)
+	}
+	if field != "" {
+		q.Set("fieldSelector", field)
+	}
+	if opts.Watch {
+		q.Set("watch", "1")
+	}
+	// resourceVersion is sent only when set: "" and absent mean the same,
+	// "the newest state, read from etcd" (a consistent read), whereas "0"
+	// means "whatever state the apiserver's cache has now".
+	if opts.ResourceVersion != "" {
+		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	}
+	if opts.TimeoutSeconds != nil {
+		q.Set("timeoutSeconds", strconv.FormatInt(*opts.TimeoutSeconds, 10))
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	if opts.AllowWatchBookmarks {
+		q.Set("allowWatchBookmarks", "true")
+	}
+	if opts.SendInitialEvents != nil {
+		q.Set("sendInitialEvents", strconv.FormatBool(*opts.SendInitialEvents))
+	}
+	return q
+}
+
+// get sends one GET and returns the response if the server answered 200 OK.
+// Any other answer becomes a *apierrors.StatusError (see errors.go).
+func (lw *ListWatch) get(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Ask for JSON: for core/v1 the apiserver could also speak protobuf,
+	// which is what client-go's typed clients ask for to save CPU.
+	req.Header.Set("Accept", "application/json")
+	resp, err := lw.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, errorFromResponse(resp)
+	}
+	return resp, nil
+}
+
+// ListWithContext GETs one page of the collection and returns it as the typed
+// list (*corev1.ConfigMapList for configmaps). Its ListMeta carries the
+// resourceVersion to watch from and, when opts.Limit cut the page short, the
+// continue token of the next page.
+func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.Watch = false
+	resp, err := lw.get(ctx, lw.collectionURL(opts))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	listKind := lw.Kind.GroupVersion().WithKind(lw.Kind.Kind + "List")
+	list, err := newObject(listKind)
+	if err != nil {
+		return nil, err
+	}
+	// A list is one JSON document, possibly large: json.Decoder reads it from
+	// the body as it arrives rather than from a []byte of the whole body.
+	if err := json.NewDecoder(resp.Body).Decode(list); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", listKind.Kind, err)
+	}
+	if got := list.GetObjectKind().GroupVersionKind(); got != listKind {
+		return nil, fmt.Errorf("list of %s answered with kind %q, want %q", lw.Resource, got.Kind, listKind.Kind)
+	}
+	return list, nil
+}
+
+// List is ListWithContext without a context, for cache.ListerWatcher.
+func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// ListAllWithContext lists page by page (opts.Limit objects per page, all of them when
+// Limit is 0), following continue tokens, and returns one list holding every
+// item. All pages are served at the resourceVersion of the first page: the
+// continue token carries it, so a paginated list is as consistent as a single
+// one. Upstream: k8s.io/client-go@v0.36.3/tools/pager/pager.go (ListPager).
+func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	first, err := lw.ListWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	firstMeta, err := meta.ListAccessor(first)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(first)
+	if err != nil {
+		return nil, err
+	}
+	for next := firstMeta.GetContinue(); next != ""; {
+		// Only the continue token and the limit may be sent with a continue:
+		// the resourceVersion is inside the token.
+		page, err := lw.ListWithContext(ctx, metav1.ListOptions{
+			LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
+			Limit: opts.Limit, Continue: next,
+		})
+		if err != nil {
+			return nil, err
+		}
+		pageMeta, err := meta.ListAccessor(page)
+		if err != nil {
+			return nil, err
+		}
+		if pageMeta.GetResourceVersion() != firstMeta.GetResourceVersion() {
+			return nil, fmt.Errorf("page at resourceVersion %s, first page at %s", pageMeta.GetResourceVersion(), firstMeta.GetResourceVersion())
+		}
+		more, err := meta.ExtractList(page)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, more...)
+		next = pageMeta.GetContinue()
+	}
+	if err := meta.SetList(first, items); err != nil {
+		return nil, err
+	}
+	firstMeta.SetContinue("")
+	return first, nil
+}
+
+// WatchWithContext GETs the collection with watch=1 and returns the stream as
+// a watch.Interface. The request lives as long as ctx or until Stop.
+func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	// The connection must outlive this call, so it gets its own context,
+	// cancelled by Stop or when ctx ends.
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := lw.get(ctx, lw.collectionURL(opts))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return newStreamWatcher(ctx, cancel, NewDecoder(resp.Body, lw.Kind), resp.Body), nil
+}
+
+// Watch is WatchWithContext without a context, for cache.ListerWatcher.
+func (lw *ListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
