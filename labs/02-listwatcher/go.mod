@@ -3,6 +3,7 @@ module github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher
 go 1.26.0
 
 require (
+	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
