@@ -1,0 +1,51 @@
+package watchserver
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Main is cmd/watchserver: parse flags, serve until SIGINT or SIGTERM, shut
+// down cleanly. It lives here, not in package main, so tests can run the
+// very same program in-process (labkit registers it for testscript).
+func Main(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("watchserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address to listen on; the host must be 127.0.0.1, port 0 picks a free port")
+	fs.StringVar(&cfg.KubeconfigOut, "kubeconfig-out", "", "write a kubeconfig for this server here (mode 0600)")
+	fs.IntVar(&cfg.HistorySize, "history", 1000, "how many events a watch from an old resourceVersion can replay")
+	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", 0, "how often watchers that allow bookmarks get one (default 1m; negative: never)")
+	fs.DurationVar(&cfg.MinRequestTimeout, "min-request-timeout", 0, "a watch without timeoutSeconds ends after 1-2x this (default 30m)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "watchserver: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	in, err := Start(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "watchserver:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "watchserver: serving %s", in.URL)
+	if cfg.KubeconfigOut != "" {
+		fmt.Fprintf(stderr, ", kubeconfig in %s", cfg.KubeconfigOut)
+	}
+	fmt.Fprintln(stderr)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	signal.Stop(sig)
+	if err := in.Close(); err != nil {
+		fmt.Fprintln(stderr, "watchserver: shutdown:", err)
+		return 1
+	}
+	fmt.Fprintln(stderr, "watchserver: stopped")
+	return 0
+}

@@ -1,0 +1,62 @@
+// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/discovery (legacy.go:
+// /api; group.go, root.go: /apis; version.go: /api/v1) and
+// pkg/endpoints/discovery/aggregated (the v2 document kubectl asks for first).
+//
+// kubectl and client-go find out which resources exist before they do
+// anything: /api lists the core versions, /api/v1 the resources in it (with
+// their verbs and short names: that is how `kubectl get cm` knows "cm"), and
+// /apis the named groups, of which we have none. Clients first ask for the
+// aggregated v2 document; answering with plain JSON makes them fall back to
+// these legacy documents, which is all we serve.
+
+package watchserver
+
+import (
+	"net/http"
+	"runtime"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+func (s *Server) apiVersions(w http.ResponseWriter, req *http.Request) {
+	writeJSON(w, req, http.StatusOK, &metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: s.Address},
+		},
+	})
+}
+
+func (s *Server) apiResources(w http.ResponseWriter, req *http.Request) {
+	writeJSON(w, req, http.StatusOK, &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList"},
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{{
+			Name:         "configmaps",
+			SingularName: "configmap",
+			Namespaced:   true,
+			Kind:         "ConfigMap",
+			Verbs:        metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"},
+			ShortNames:   []string{"cm"},
+		}},
+	})
+}
+
+func (s *Server) apiGroups(w http.ResponseWriter, req *http.Request) {
+	writeJSON(w, req, http.StatusOK, &metav1.APIGroupList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups:   []metav1.APIGroup{},
+	})
+}
+
+// version answers /version with the Kubernetes version whose behaviour we
+// reproduce, so `kubectl version` shows no skew warning.
+func (s *Server) version(w http.ResponseWriter, req *http.Request) {
+	writeJSON(w, req, http.StatusOK, &version.Info{
+		Major: "1", Minor: "36", GitVersion: "v1.36.3", GitTreeState: "clean",
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	})
+}

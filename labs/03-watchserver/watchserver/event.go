@@ -1,0 +1,86 @@
+// Upstream: k8s.io/apiserver@v0.36.3/pkg/storage/cacher/caching_object.go
+// (cachingObject: an object that remembers its serialization per encoder) and
+// pkg/endpoints/handlers/watch.go + watch_encoder.go (newWatchEncoder, which
+// writes {"type":..,"object":..} through a Framer).
+//
+// Upstream keeps the object and caches its bytes lazily, once per encoder
+// (JSON, protobuf, CBOR, each group version). We serve one media type,
+// application/json, so an event carries its finished frame: the
+// newline-terminated {"type":..,"object":..} line, built once when the store
+// records the change and then written as is to every watcher.
+
+package watchserver
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Event is one watch event with its wire bytes.
+//
+// Frame is immutable once the Event is built: many watchers hold the same
+// *Event and write the same Frame slice concurrently, which is the whole
+// point (encode once, however many watchers). Object is kept for filtering
+// (label and field selectors) and for tests; it must not be modified either.
+type Event struct {
+	Type   watch.EventType
+	Object *corev1.ConfigMap // nil for ERROR events
+	// Prev is the object before a MODIFIED or DELETED change, so a watcher
+	// whose selector matched before but not after can be told DELETED.
+	Prev  *corev1.ConfigMap
+	RV    uint64
+	Frame []byte
+}
+
+// wireEvent is the JSON shape of a frame; metav1.WatchEvent has the same
+// fields but holds a RawExtension, and we already have the object's bytes.
+type wireEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// encodeFrame builds one newline-delimited JSON frame from an object's
+// encoded bytes. It is the only place a frame is made.
+func encodeFrame(typ watch.EventType, object []byte) []byte {
+	b, err := json.Marshal(wireEvent{Type: typ, Object: object})
+	if err != nil {
+		// RawMessage that is not valid JSON: a bug in our own encoder.
+		panic("watchserver: invalid object JSON: " + err.Error())
+	}
+	return append(b, '\n')
+}
+
+// encodeObject is the JSON encoding of any API object.
+func encodeObject(obj any) []byte {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic("watchserver: cannot encode " + err.Error())
+	}
+	return b
+}
+
+// NewEvent encodes obj once and returns the event every watcher will share.
+func NewEvent(typ watch.EventType, obj, prev *corev1.ConfigMap, rv uint64) *Event {
+	return &Event{Type: typ, Object: obj, Prev: prev, RV: rv, Frame: encodeFrame(typ, encodeObject(obj))}
+}
+
+// ErrorEvent is the ERROR event that carries a Status inside a 200 stream,
+// e.g. 410 Expired for a resourceVersion older than the history.
+func ErrorEvent(status *metav1.Status) *Event {
+	return &Event{Type: watch.Error, Frame: encodeFrame(watch.Error, encodeObject(status))}
+}
+
+// bookmarkObject is what a BOOKMARK carries: an object of the watched kind
+// with only metadata.resourceVersion (and, for the end of the initial
+// events, the k8s.io/initial-events-end annotation) set.
+func bookmarkEvent(rv uint64, initialEventsEnd bool) *Event {
+	cm := &corev1.ConfigMap{TypeMeta: configMapType}
+	cm.ResourceVersion = formatRV(rv)
+	if initialEventsEnd {
+		cm.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return &Event{Type: watch.Bookmark, RV: rv, Frame: encodeFrame(watch.Bookmark, encodeObject(cm))}
+}

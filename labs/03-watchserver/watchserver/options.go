@@ -1,0 +1,194 @@
+// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/get.go (listOpts),
+// k8s.io/apimachinery@v0.36.3/pkg/apis/meta/internalversion/defaults.go
+// (SetListOptionsDefaults) and .../internalversion/validation/validation.go
+// (ValidateListOptions, validateWatchOptions).
+//
+// Upstream decodes the query with a generated url.Values -> ListOptions
+// conversion and then defaults and validates the result. We parse the handful
+// of parameters a watch uses by hand, so a reader sees each one, and build the
+// same errors from the same apimachinery constructors, so the Status a client
+// receives (code, reason, message, causes) is byte for byte the real one.
+// Left out: limit/continue paging, resourceVersionMatch=Exact lists and the
+// feature gate itself (WatchList is on by default since v1.34; we always act
+// as if it is on).
+
+package watchserver
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ListOptions is what a LIST or WATCH request asked for, after parsing,
+// defaulting and validation. It mirrors metainternalversion.ListOptions.
+type ListOptions struct {
+	Watch                bool
+	ResourceVersion      string // "" and "0" are special; otherwise a decimal RV
+	ResourceVersionMatch metav1.ResourceVersionMatch
+	// TimeoutSeconds is nil when the client did not ask; the handler then
+	// picks a random timeout as upstream does with --min-request-timeout.
+	TimeoutSeconds      *int64
+	AllowWatchBookmarks bool
+	// SendInitialEvents is a *bool because "not set" differs from "false":
+	// nil keeps the legacy meaning of resourceVersion.
+	SendInitialEvents *bool
+	LabelSelector     labels.Selector
+	FieldSelector     fields.Selector
+}
+
+// queryBool reads a boolean query parameter the way apimachinery's
+// Convert_Slice_string_To_bool does: present and not "0"/"false" means true,
+// even "?watch=" or "?watch=xyz". That is why `?watch` alone starts a watch.
+func queryBool(q url.Values, key string) (value, present bool) {
+	vs, ok := q[key]
+	if !ok || len(vs) == 0 {
+		return false, false
+	}
+	v := vs[0]
+	return !(v == "0" || strings.EqualFold(v, "false")), true
+}
+
+// ParseListOptions turns a request's query into ListOptions, in upstream's
+// order: decode (400 BadRequest on a malformed value), default, validate
+// (422 Invalid on a forbidden combination), then convert field selector
+// labels (400 BadRequest). forceWatch is true on the legacy /watch/ paths.
+// name is the object name of a single-object request, or "".
+func ParseListOptions(q url.Values, forceWatch bool, name string) (*ListOptions, error) {
+	opts := &ListOptions{}
+
+	// 1. Decode. Each failure here is the conversion error itself, wrapped
+	// in a BadRequest, as listOpts does with DecodeParameters' error.
+	opts.Watch, _ = queryBool(q, "watch")
+	opts.Watch = opts.Watch || forceWatch
+	opts.ResourceVersion = q.Get("resourceVersion")
+	opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
+	if v, ok := q["timeoutSeconds"]; ok && len(v) > 0 {
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		opts.TimeoutSeconds = &n
+	}
+	if v, ok := q["limit"]; ok && len(v) > 0 {
+		// We do not page, but a malformed limit is still rejected as upstream does.
+		if _, err := strconv.ParseInt(v[0], 10, 64); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	opts.AllowWatchBookmarks, _ = queryBool(q, "allowWatchBookmarks")
+	if v, ok := queryBool(q, "sendInitialEvents"); ok {
+		opts.SendInitialEvents = &v
+	}
+	var err error
+	if opts.LabelSelector, err = labels.Parse(q.Get("labelSelector")); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if opts.FieldSelector, err = fields.ParseSelector(q.Get("fieldSelector")); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+
+	// 2. Default: with the WatchList feature on, a watch that did not say
+	// where to start ("" or "0") and did not use the new parameters becomes
+	// a streaming list: initial state as ADDED events, then changes. For an
+	// old client nothing visible changes (it always got the initial state
+	// for RV ""/"0"); a client that also allows bookmarks additionally gets
+	// the BOOKMARK that marks the end of the initial events.
+	if opts.SendInitialEvents == nil && opts.ResourceVersionMatch == "" &&
+		opts.Watch && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") {
+		on := true
+		opts.SendInitialEvents = &on
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
+
+	// 3. Validate. All errors are collected, then reported together as one
+	// 422 Invalid on the kind ListOptions.meta.k8s.io with an empty name.
+	if errs := validateListOptions(opts, q.Get("continue")); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+
+	// 4. Field selectors: a ConfigMap supports only the two metadata fields
+	// every object has (runtime.DefaultMetaV1FieldSelectorConversion).
+	for _, r := range opts.FieldSelector.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %q, %q", r.Field, "metadata.name", "metadata.namespace"))
+		}
+	}
+
+	// A request for one object (/configmaps/NAME) is a field selector on
+	// metadata.name; a conflicting explicit selector is an error.
+	if name != "" {
+		if !opts.FieldSelector.Empty() {
+			if selected, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); !ok || selected != name {
+				return nil, apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name")
+			}
+		} else {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name)
+		}
+	}
+	return opts, nil
+}
+
+// validateListOptions is ValidateListOptions with the feature gate on.
+// The messages are upstream's words, since clients and tests match on them.
+func validateListOptions(opts *ListOptions, cont string) field.ErrorList {
+	var errs field.ErrorList
+	match := opts.ResourceVersionMatch
+	rvm := field.NewPath("resourceVersionMatch")
+	if opts.Watch {
+		if opts.SendInitialEvents != nil && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.Forbidden(rvm, fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
+		}
+		if match != "" {
+			if opts.SendInitialEvents == nil {
+				errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+			}
+			if match != metav1.ResourceVersionMatchNotOlderThan {
+				errs = append(errs, field.NotSupported(rvm, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+			}
+			if cont != "" {
+				errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+			}
+		}
+		return errs
+	}
+	if match != "" {
+		if opts.ResourceVersion == "" {
+			errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		}
+		if cont != "" {
+			errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+		if match != metav1.ResourceVersionMatchExact && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(rvm, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+		}
+		if match == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
+			errs = append(errs, field.Forbidden(rvm, "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
+		}
+	}
+	if opts.SendInitialEvents != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+	}
+	return errs
+}
+
+// parseRV parses a resourceVersion the way storage.APIObjectVersioner does:
+// "" and "0" are 0, anything else must be an unsigned decimal.
+func parseRV(rv string) (uint64, error) {
+	if rv == "" || rv == "0" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), rv, err.Error())}.ToAggregate()
+	}
+	return n, nil
+}

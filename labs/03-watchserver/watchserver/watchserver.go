@@ -1,0 +1,195 @@
+// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/watch.go
+// (WatchServer, HandleHTTP, HandleWS, realTimeoutFactory) and serveWatchHandler,
+// which picks HandleWS for a websocket upgrade and HandleHTTP otherwise.
+//
+// What we keep: one long HTTP response per watch; a frame written per event
+// and a flush only when no further event is already waiting; the four ways a
+// stream ends (results closed, client gone, timeout, server shutting down).
+// What we simplify: one media type (application/json, so frames are
+// newline-delimited JSON and encoded before they get here: see event.go);
+// no metrics, tracing, memory allocator pool or Table conversion.
+
+package watchserver
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/net/websocket"
+)
+
+// EventSource is what a WatchServer streams from: upstream's watch.Interface,
+// with events that already carry their encoded frame.
+type EventSource interface {
+	// ResultChan delivers events until it is closed.
+	ResultChan() <-chan *Event
+	// Stop releases the source; the WatchServer calls it when it returns.
+	Stop()
+}
+
+// WatchServer serves one watch: it copies frames from Watching to the client
+// until one of the ends below. Build one per request, then call ServeHTTP.
+//
+// The stream ends, and ServeHTTP returns, when:
+//   - Watching's channel is closed (the store ended this watcher, or sent a
+//     final ERROR event such as 410 Expired);
+//   - the client goes away (the request context is cancelled);
+//   - Timeout passes (the client asked with timeoutSeconds, or the server
+//     chose one): the response ends normally, the client simply re-watches;
+//   - ShuttingDown is closed: the server is stopping and ends every stream
+//     so http.Server.Shutdown can finish.
+//
+// In every case Watching.Stop is called, so no goroutine is left behind.
+type WatchServer struct {
+	Watching EventSource
+	// MediaType is the response Content-Type: application/json in the body
+	// of each frame; the ";stream=watch" suffix tells clients it is a stream.
+	MediaType string
+	// Timeout ends the stream after this long; 0 means never.
+	Timeout time.Duration
+	// ShuttingDown, when closed, ends the stream (nil: never).
+	ShuttingDown <-chan struct{}
+}
+
+// IsWebSocketRequest reports whether req asks to upgrade to a websocket,
+// as wsstream.IsWebSocketRequest does: Connection: Upgrade and Upgrade: websocket.
+func IsWebSocketRequest(req *http.Request) bool {
+	return headerHas(req.Header, "Connection", "upgrade") && strings.EqualFold(req.Header.Get("Upgrade"), "websocket")
+}
+
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, part := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ServeHTTP picks the transport: websocket for an upgrade request, a
+// streamed HTTP response otherwise.
+func (s *WatchServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if IsWebSocketRequest(req) {
+		// websocket.Server with no Handshake accepts any Origin; the
+		// default websocket.Handler would insist on one. Browsers are not
+		// our clients, and the bearer token already authenticated the request.
+		websocket.Server{Handler: s.HandleWS}.ServeHTTP(w, req)
+		return
+	}
+	s.HandleHTTP(w, req)
+}
+
+// timeoutCh is realTimeoutFactory.TimeoutCh: a channel that fires after
+// Timeout, or never.
+func (s *WatchServer) timeoutCh() (<-chan time.Time, func() bool) {
+	if s.Timeout <= 0 {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(s.Timeout)
+	return t.C, t.Stop
+}
+
+// HandleHTTP streams frames over one HTTP response. On HTTP/1.1 the
+// response has no Content-Length, so net/http sends it chunked: each Flush
+// ends the chunks written so far. On HTTP/2 the same writes become DATA
+// frames on the request's stream; there is no chunked encoding, and the
+// Transfer-Encoding header we set is dropped by the HTTP/2 server.
+func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
+	defer s.Watching.Stop()
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// A ResponseWriter wrapper that hides Flush would turn a watch into
+		// a response that never arrives. Upstream answers 500 the same way.
+		writeStatus(w, req, internalError("unable to start watch - can't get http.Flusher"))
+		return
+	}
+	timeout, stopTimer := s.timeoutCh()
+	defer stopTimer()
+
+	// Headers go out at once, before the first event: a client knows the
+	// watch is established even if nothing changes for minutes.
+	w.Header().Set("Content-Type", s.MediaType)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	events := s.Watching.ResultChan()
+	done := req.Context().Done()
+	for {
+		select {
+		case <-s.ShuttingDown:
+			return
+		case <-done:
+			// The client closed the connection (or the HTTP/2 stream).
+			return
+		case <-timeout:
+			// Returning ends the response normally: the last chunk (or
+			// END_STREAM) tells the client the watch is over, not broken.
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			// The frame is shared with every other watcher of this event:
+			// we only write it, never modify it.
+			if _, err := w.Write(ev.Frame); err != nil {
+				return // the client went away mid-write
+			}
+			// Flush only when nothing else is already waiting. A burst of
+			// events then leaves in a few large writes instead of one
+			// syscall (and one TLS record, one chunk) per event, while a
+			// lone event still goes out immediately.
+			if len(events) == 0 {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// HandleWS streams frames over a websocket, one message per event, as
+// upstream's HandleWS does for clients (browsers, kubectl proxy users) that
+// cannot read a streamed HTTP body. A websocket message is its own frame,
+// so no flushing is involved; the client speaks only to close.
+func (s *WatchServer) HandleWS(ws *websocket.Conn) {
+	defer s.Watching.Stop()
+	defer ws.Close()
+	timeout, stopTimer := s.timeoutCh()
+	defer stopTimer()
+
+	// The client must not send anything; reading tells us when it closes.
+	clientGone := make(chan struct{})
+	go func() {
+		defer close(clientGone)
+		var ignored []byte
+		for websocket.Message.Receive(ws, &ignored) == nil {
+		}
+	}()
+	// ws.Close above unblocks that reader, so it never outlives us; wait for
+	// it so a test's goroutine check sees it gone.
+	defer func() { ws.Close(); <-clientGone }()
+
+	// Text frames: our payload is JSON. Each Write is one message.
+	ws.PayloadType = websocket.TextFrame
+	events := s.Watching.ResultChan()
+	for {
+		select {
+		case <-s.ShuttingDown:
+			return
+		case <-clientGone:
+			return
+		case <-timeout:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			// The trailing newline stays, as in upstream's websocket framer.
+			if _, err := ws.Write(ev.Frame); err != nil {
+				return
+			}
+		}
+	}
+}
