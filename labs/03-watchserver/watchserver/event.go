@@ -70,7 +70,9 @@ func NewEvent(typ watch.EventType, obj, prev *corev1.ConfigMap, rv uint64) *Even
 // ErrorEvent is the ERROR event that carries a Status inside a 200 stream,
 // e.g. 410 Expired for a resourceVersion older than the history.
 func ErrorEvent(status *metav1.Status) *Event {
-	return &Event{Type: watch.Error, Frame: encodeFrame(watch.Error, encodeObject(status))}
+	s := *status
+	s.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	return &Event{Type: watch.Error, Frame: encodeFrame(watch.Error, encodeObject(&s))}
 }
 
 // bookmarkObject is what a BOOKMARK carries: an object of the watched kind

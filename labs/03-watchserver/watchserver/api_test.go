@@ -1,0 +1,153 @@
+package watchserver
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// startInstance runs the whole server on a free port for one test.
+func startInstance(t *testing.T, cfg Config) (*Instance, *rest.Config, string) {
+	t.Helper()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.KubeconfigOut = filepath.Join(t.TempDir(), "kubeconfig")
+	in, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.KubeconfigOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, restCfg, cfg.KubeconfigOut
+}
+
+func TestKubeconfigIsPrivateAndUsable(t *testing.T) {
+	in, restCfg, path := startInstance(t, Config{})
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig mode %v, want 0600: it holds the token", fi.Mode().Perm())
+	}
+	if restCfg.Insecure || len(restCfg.CAData) == 0 || restCfg.Host != in.URL {
+		t.Fatalf("rest config %+v: want our URL and a CA, never insecure", restCfg)
+	}
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	v, err := client.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != "v1.36.3" {
+		t.Fatalf("version %v, %v", v, err)
+	}
+	res, err := client.Discovery().ServerResourcesForGroupVersion("v1")
+	if err != nil || len(res.APIResources) != 1 || res.APIResources[0].Name != "configmaps" {
+		t.Fatalf("discovery %v, %v", res, err)
+	}
+	// Without the token: 401, as a Status.
+	anonymous := rest.AnonymousClientConfig(restCfg)
+	_, err = kubernetes.NewForConfigOrDie(anonymous).CoreV1().ConfigMaps("x").List(context.Background(), metav1.ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Fatalf("without a token: %v, want 401 Unauthorized", err)
+	}
+}
+
+// TestInformerSeesCreateUpdateDelete runs a real client-go SharedInformer
+// (ListAndWatch with the streaming list and bookmarks client-go asks for)
+// against the server: first its cache syncs, then every change reaches
+// the handlers in order.
+func TestInformerSeesCreateUpdateDelete(t *testing.T) {
+	_, restCfg, _ := startInstance(t, Config{})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cms := client.CoreV1().ConfigMaps("lab")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("lab"))
+	informer := factory.Core().V1().ConfigMaps().Informer()
+	seen := make(chan string, 100)
+	informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { seen <- "add " + obj.(*corev1.ConfigMap).Name },
+		UpdateFunc: func(old, cur any) {
+			seen <- "update " + cur.(*corev1.ConfigMap).Name + " color=" + cur.(*corev1.ConfigMap).Data["color"]
+		},
+		DeleteFunc: func(obj any) { seen <- "delete " + obj.(*corev1.ConfigMap).Name },
+	})
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer factory.Shutdown()
+	defer close(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("informer never synced: the initial list (or the initial-events-end bookmark) did not arrive")
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"data":{"color":"green"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"add before", "add a", "update a color=green", "delete a"}
+	for _, w := range want {
+		select {
+		case got := <-seen:
+			if got != w {
+				t.Fatalf("handler saw %q, want %q (full order %v)", got, w, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("handler never saw %q", w)
+		}
+	}
+}
+
+// TestTooOldOverHTTP: the 410 arrives as an ERROR event in a 200 stream.
+func TestTooOldOverHTTP(t *testing.T) {
+	in, restCfg, _ := startInstance(t, Config{HistorySize: 2})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx := context.Background()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		if _, err := client.CoreV1().ConfigMaps("lab").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpClient.CloseIdleConnections()
+	resp, err := httpClient.Get(in.URL + "/api/v1/namespaces/lab/configmaps?watch=1&resourceVersion=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: a too-old watch is still a 200; the error is an event", resp.StatusCode)
+	}
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}` + "\n"
+	if line != want {
+		t.Fatalf("got  %s\nwant %s", line, want)
+	}
+	if rest, _ := io.ReadAll(resp.Body); len(rest) != 0 {
+		t.Fatalf("after the ERROR event the stream must end, got %q", rest)
+	}
+}
