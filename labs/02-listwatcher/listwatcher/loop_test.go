@@ -1,0 +1,158 @@
+package listwatcher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// runLoop runs ListAndWatch against f until it has reported a step
+// matching stopAt, then returns every step as a line.
+func runLoop(t *testing.T, f *fakeAPIServer, opts Options, stopAt string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts.InitialBackoff = time.Millisecond // keep the test short; the waits are not what we test
+	var steps []string
+	err := ListAndWatch(ctx, f.listWatch("ns"), opts, func(s Step) {
+		line := describe(s)
+		steps = append(steps, line)
+		if strings.HasPrefix(line, stopAt) {
+			cancel()
+		}
+	})
+	if err != context.Canceled {
+		t.Fatalf("ListAndWatch = %v after steps:\n%s", err, strings.Join(steps, "\n"))
+	}
+	f.srv.Client().CloseIdleConnections()
+	return steps
+}
+
+func describe(s Step) string {
+	switch s.Op {
+	case StepList:
+		items, _ := meta.ExtractList(s.List)
+		return fmt.Sprintf("LIST rv=%s items=%d", s.ResourceVersion, len(items))
+	case StepEvent:
+		if s.Event.Type == watch.Error {
+			return fmt.Sprintf("ERROR %v", StatusError(s.Event.Object))
+		}
+		m, _ := meta.Accessor(s.Event.Object)
+		return fmt.Sprintf("%s %s rv=%s -> resume at %s", s.Event.Type, m.GetName(), m.GetResourceVersion(), s.ResourceVersion)
+	case StepBackoff:
+		if code := apierrors.ReasonForError(s.Err); code != "" {
+			return fmt.Sprintf("BACKOFF %s", code)
+		}
+		return "BACKOFF " + s.Err.Error()
+	case StepRelist:
+		return fmt.Sprintf("RELIST %s", apierrors.ReasonForError(s.Err))
+	case StepWatchEnd:
+		if s.Err != nil {
+			return fmt.Sprintf("WATCH-END rv=%s %s", s.ResourceVersion, apierrors.ReasonForError(s.Err))
+		}
+		return fmt.Sprintf("WATCH-END rv=%s", s.ResourceVersion)
+	}
+	return fmt.Sprintf("%s rv=%s", s.Op, s.ResourceVersion)
+}
+
+// TestListAndWatch walks the loop through every seam: a clean end of a
+// watch, a bookmark moving the RV, 410, a server answering 503, a
+// connection cut mid-frame.
+func TestListAndWatch(t *testing.T) {
+	f := newFakeAPIServer(t,
+		answer(200, list("10", "", "a")),
+		stream(cm("ADDED", "b", "11"), bookmark("15", false)), // then the server ends the watch
+		stream(expired),                   // the watch from 15: too old
+		answer(200, list("20", "", "a", "b")),
+		answer(503, "apiserver shutting down"),
+		cut(cm("MODIFIED", "b", "21")), // the connection drops mid-frame
+	)
+	f.handlers = append(f.handlers, f.hold(cm("DELETED", "a", "22")))
+	got := runLoop(t, f, Options{AllowWatchBookmarks: true}, "DELETED")
+	want := []string{
+		"LIST rv=10 items=1",
+		"WATCH rv=10",
+		"ADDED b rv=11 -> resume at 11",
+		"BOOKMARK  rv=15 -> resume at 15",
+		"WATCH-END rv=15",
+		"WATCH rv=15",
+		`ERROR too old resource version: 15 (18)`,
+		"WATCH-END rv=15 Expired",
+		"RELIST Expired",
+		"LIST rv=20 items=2",
+		"BACKOFF ServiceUnavailable",
+		"WATCH rv=20",
+		"MODIFIED b rv=21 -> resume at 21",
+		"ERROR watch stream broken: unexpected EOF",
+		"WATCH-END rv=21 InternalError",
+		"BACKOFF InternalError",
+		"WATCH rv=21",
+		"DELETED a rv=22 -> resume at 22",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("steps:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	reqs := f.Requests()
+	for i, wantRV := range map[int]string{1: "resourceVersion=10&", 2: "resourceVersion=15&", 5: "resourceVersion=20&", 6: "resourceVersion=21&"} {
+		if !strings.Contains(reqs[i], wantRV) {
+			t.Errorf("request %d = %s, want %s", i, reqs[i], wantRV)
+		}
+	}
+}
+
+// TestListAndWatchUnreachable: with nothing listening, the loop backs off
+// with growing, jittered delays and keeps trying.
+func TestListAndWatchUnreachable(t *testing.T) {
+	f := newFakeAPIServer(t)
+	f.srv.Close() // nothing listens on its port any more
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var delays []time.Duration
+	ListAndWatch(ctx, f.listWatch("ns"), Options{InitialBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, func(s Step) {
+		if s.Op != StepBackoff || !strings.Contains(s.Err.Error(), "connection refused") {
+			t.Errorf("step %s %v, want BACKOFF connection refused", s.Op, s.Err)
+		}
+		if delays = append(delays, s.Delay); len(delays) == 5 {
+			cancel()
+		}
+	})
+	// Each delay is in [base, 2*base), base doubling from 1ms, capped at 4ms.
+	for i, base := range []time.Duration{1, 2, 4, 4, 4} {
+		if d := delays[i]; d < base*time.Millisecond || d > 2*base*time.Millisecond {
+			t.Errorf("delay %d = %v, want in [%v, %v]", i, d, base*time.Millisecond, 2*base*time.Millisecond)
+		}
+	}
+}
+
+// TestListAndWatchStreamingList: objects of the initial list arrive in key
+// order with unordered RVs; the RV to resume from is the bookmark's.
+func TestListAndWatchStreamingList(t *testing.T) {
+	f := newFakeAPIServer(t,
+		stream(cm("ADDED", "a", "7"), cm("ADDED", "b", "3"), bookmark("9", true), cm("MODIFIED", "a", "10")),
+	)
+	f.handlers = append(f.handlers, f.hold(cm("DELETED", "b", "11")))
+	got := runLoop(t, f, Options{WatchList: true}, "DELETED")
+	want := []string{
+		"WATCH rv=",
+		"ADDED a rv=7 -> resume at ",
+		"ADDED b rv=3 -> resume at ",
+		"BOOKMARK  rv=9 -> resume at 9",
+		"MODIFIED a rv=10 -> resume at 10",
+		"WATCH-END rv=10",
+		"WATCH rv=10",
+		"DELETED b rv=11 -> resume at 11",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("steps:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if r := f.Requests()[0]; !strings.Contains(r, "resourceVersionMatch=NotOlderThan&sendInitialEvents=true") || strings.Contains(r, "resourceVersion=&") {
+		t.Errorf("streaming list request %s", r)
+	}
+}
+
