@@ -10,6 +10,7 @@ package labkit
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -210,4 +211,28 @@ func (c *Cluster) Stop() error {
 	}
 	c.process = nil
 	return nil
+}
+
+// HasControllerManager tells whether controllers run in this cluster: always
+// on kind, on a labcluster only when started with the controller-manager.
+func (c *Cluster) HasControllerManager() bool {
+	if c.Dir == "" {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, "state.json"))
+	if err != nil {
+		return true
+	}
+	var st struct {
+		Components []string `json:"components"`
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return true
+	}
+	for _, comp := range st.Components {
+		if comp == "controller-manager" {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ package labkit
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,6 +44,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"chunks":         cmdChunks,
 		"labcluster":     cmdLabcluster,
 		"privatecluster": cmdPrivateCluster,
+		"jsonvar":        cmdJSONVar,
 	}
 }
 
@@ -288,18 +290,27 @@ func collectionPath(gvr schema.GroupVersionResource, ns string) string {
 	return fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s", gvr.Group, gvr.Version, ns, gvr.Resource)
 }
 
-// transcript [-f FIELD]... FILE...: print the transcript of watch output,
+// transcript [-squash-bookmarks] [-f FIELD]... FILE...: print the transcript of watch output,
 // Lists and Statuses in FILEs, numbering resourceVersions across all of them.
 func cmdTranscript(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "transcript")
 	var fields []string
-	for len(args) >= 2 && args[0] == "-f" {
-		fields, args = append(fields, args[1]), args[2:]
+	squash := false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch {
+		case args[0] == "-squash-bookmarks":
+			squash, args = true, args[1:]
+		case args[0] == "-f" && len(args) >= 2:
+			fields, args = append(fields, args[1]), args[2:]
+		default:
+			ts.Fatalf("transcript: unknown flag %s", args[0])
+		}
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: transcript [-f FIELD]... FILE...")
+		ts.Fatalf("usage: transcript [-squash-bookmarks] [-f FIELD]... FILE...")
 	}
 	t := NewTranscript(fields...)
+	t.SquashBookmarks = squash
 	for _, f := range args {
 		if err := t.AddStream(strings.NewReader(ts.ReadFile(f))); err != nil {
 			ts.Fatalf("transcript %s: %v", f, err)
@@ -321,10 +332,12 @@ func cmdChunks(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// labcluster ARGS...: the labcluster binary, against this script's cluster.
+// labcluster ARGS...: the labcluster binary, against this script's cluster;
+// `labcluster kubectl ...` is the real kubectl v1.36.3.
 func cmdLabcluster(ts *testscript.TestScript, neg bool, args []string) {
 	s := stateOf(ts)
-	if s.cluster.Dir == "" {
+	// kubectl works on any cluster; the other subcommands need a labcluster.
+	if s.cluster.Dir == "" && (len(args) == 0 || args[0] != "kubectl") {
 		ts.Fatalf("labcluster: this cluster is not a labcluster (kind?); guard the script with [!labcluster] skip")
 	}
 	bin, err := LabclusterBinary()
@@ -358,4 +371,25 @@ func cmdPrivateCluster(ts *testscript.TestScript, neg bool, args []string) {
 	s.private, s.cluster = c, c
 	ts.Check(createNamespace(c, s.ns))
 	ts.Check(setClusterEnv(ts.Getenv("WORK"), ts.Setenv, s))
+}
+
+// jsonvar VAR FILE PATH: set VAR to the value at dotted PATH of the JSON in
+// FILE, e.g. the resourceVersion of a List that curl saved:
+// jsonvar RV list.json metadata.resourceVersion
+func cmdJSONVar(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "jsonvar")
+	if len(args) != 3 {
+		ts.Fatalf("usage: jsonvar VAR FILE PATH")
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[1])))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("jsonvar: %s: %v", args[1], err)
+	}
+	v := get(doc, strings.Split(args[2], ".")...)
+	if v == nil {
+		ts.Fatalf("jsonvar: %s has no %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], str(doc, strings.Split(args[2], ".")...))
 }

@@ -181,6 +181,10 @@ func setClusterEnv(work string, setenv func(k, v string), s *script) error {
 	return nil
 }
 
+// createNamespace creates ns and, where a controller-manager runs, waits for
+// the ConfigMap kube-root-ca.crt that its root-ca-cert-publisher adds to every
+// namespace a moment later. Without the wait, whether a script's first LIST
+// or watch shows that ConfigMap would be a race.
 func createNamespace(c *Cluster, ns string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -188,7 +192,19 @@ func createNamespace(c *Cluster, ns string) error {
 	if err != nil {
 		return fmt.Errorf("labkit: create namespace %s: %w", ns, err)
 	}
-	return nil
+	if !c.HasControllerManager() {
+		return nil
+	}
+	for {
+		_, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("labkit: namespace %s: no kube-root-ca.crt after 30s (is the controller-manager running?): %w", ns, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the poll interval
+	}
 }
 
 func deleteNamespace(c *Cluster, ns string) {

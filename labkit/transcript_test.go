@@ -71,7 +71,7 @@ BOOKMARK ConfigMap >=rv2 k8s.io/initial-events-end=true
 
 func TestTranscriptStatuses(t *testing.T) {
 	got := transcriptOf(t, nil, "status-500.json", "expired.json")
-	want := `STATUS Failure 500  "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+	want := `STATUS Failure 500 (none) "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
 ERROR Status Failure 410 Expired "too old resource version: >=rv0 (>=rv0)"
 `
 	if got != want {
@@ -154,5 +154,29 @@ func TestDescribeChunksBroken(t *testing.T) {
 	want := "chunk 1: 1 frame (not a watch event)\nend: no terminating chunk (the connection was cut)\n"
 	if err != nil || got != want {
 		t.Errorf("cut stream: got %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestTranscriptSquashBookmarks(t *testing.T) {
+	frames := []string{
+		`{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"10"}}}`,
+		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"11"}}}`,
+		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"12"}}}`,
+	}
+	for _, squash := range []bool{false, true} {
+		tr := NewTranscript()
+		tr.SquashBookmarks = squash
+		for _, f := range frames {
+			if err := tr.Add([]byte(f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 3
+		if squash {
+			want = 2
+		}
+		if got := len(tr.Lines()); got != want {
+			t.Errorf("squash=%v: %d lines, want %d:\n%s", squash, got, want, tr)
+		}
 	}
 }

@@ -1,0 +1,23 @@
+package watchcurl_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit"
+	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
+)
+
+// TestMain finds the lab cluster (or starts one for this test binary) and
+// makes cmd/watch runnable from the scripts as `exec watch`.
+func TestMain(m *testing.M) {
+	labkit.Main(m, map[string]func(){
+		"watch": func() { os.Exit(watchapi.Main(os.Args[1:])) },
+	})
+}
+
+// TestScripts runs every exercise in testdata/script against the real
+// cluster. One exercise: go test -run TestScripts/too-old
+func TestScripts(t *testing.T) {
+	labkit.RunScripts(t, "testdata/script", nil)
+}
