@@ -164,4 +164,3 @@ func TestWatchBroken(t *testing.T) {
 		t.Fatalf("ERROR event: %v", err)
 	}
 }
-

@@ -68,7 +68,7 @@ func TestListAndWatch(t *testing.T) {
 	f := newFakeAPIServer(t,
 		answer(200, list("10", "", "a")),
 		stream(cm("ADDED", "b", "11"), bookmark("15", false)), // then the server ends the watch
-		stream(expired),                   // the watch from 15: too old
+		stream(expired), // the watch from 15: too old
 		answer(200, list("20", "", "a", "b")),
 		answer(503, "apiserver shutting down"),
 		cut(cm("MODIFIED", "b", "21")), // the connection drops mid-frame
@@ -155,4 +155,3 @@ func TestListAndWatchStreamingList(t *testing.T) {
 		t.Errorf("streaming list request %s", r)
 	}
 }
-
