@@ -70,6 +70,11 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 		return 1
 	}
 	defer os.Remove(sv.state.Socket)
+	// Whoever can connect can stop the cluster: only its owner.
+	if err := os.Chmod(sv.state.Socket, 0o600); err != nil {
+		report("error control socket: %v", err)
+		return 1
+	}
 
 	if err := sv.startAll(); err != nil {
 		report("error %v", err)

@@ -1,0 +1,277 @@
+package labkit
+
+// Tests of labcluster itself (cluster/), through its binary: what `up`
+// promises, what `down` leaves, and that a killed supervisor takes its
+// components with it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+func labcluster(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := LabclusterBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("labcluster %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestLabclusterUpDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole cluster")
+	}
+	dir := t.TempDir()
+	out := labcluster(t, "up", "--dir", dir)
+	if !strings.Contains(out, "ready in") {
+		t.Fatalf("up: %s", out)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			labcluster(t, "down", "--dir", dir)
+		}
+	}()
+	var st struct {
+		PID int `json:"pid"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil || json.Unmarshal(b, &st) != nil || st.PID == 0 {
+		t.Fatalf("state.json: %v %s", err, b)
+	}
+	pids := append([]int{st.PID}, childrenOf(st.PID)...)
+	if len(pids) != 6 {
+		t.Errorf("want the supervisor and 5 components, got pids %v", pids)
+	}
+
+	t.Run("kubeconfig is 0600 and verifies TLS", func(t *testing.T) {
+		kc := filepath.Join(dir, "kubeconfig")
+		fi, err := os.Stat(kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig mode %o, want 600", fi.Mode().Perm())
+		}
+		cfg, err := clientcmd.LoadFromFile(kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, c := range cfg.Clusters {
+			if len(c.CertificateAuthorityData) == 0 || c.InsecureSkipTLSVerify {
+				t.Errorf("cluster %s: certificate-authority-data %d bytes, insecure %v", name, len(c.CertificateAuthorityData), c.InsecureSkipTLSVerify)
+			}
+		}
+	})
+
+	t.Run("every listener is on 127.0.0.1", func(t *testing.T) {
+		addrs := listeners(t, pids)
+		if len(addrs) < 3 { // etcd client + peer, apiserver
+			t.Errorf("found only %v", addrs)
+		}
+		for _, a := range addrs {
+			if !strings.HasPrefix(a, "127.0.0.1:") {
+				t.Errorf("listening on %s", a)
+			}
+		}
+	})
+
+	t.Run("kubectl version shows v1.36.3", func(t *testing.T) {
+		out := labcluster(t, "kubectl", "--kubeconfig", filepath.Join(dir, "kubeconfig"), "version")
+		if !strings.Contains(out, "Client Version: v1.36.3") || !strings.Contains(out, "Server Version: v1.36.3") {
+			t.Errorf("kubectl version:\n%s", out)
+		}
+	})
+
+	t.Run("a deployment gets Running pods", func(t *testing.T) {
+		c, err := Connect(filepath.Join(dir, "kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		labels := map[string]string{"app": "web"}
+		_, err = c.Client.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(int32(2)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}}},
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running int
+		for ctx.Err() == nil {
+			pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err == nil {
+				running = 0
+				for _, p := range pods.Items {
+					if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "lab-node" {
+						running++
+					}
+				}
+				if running == 2 {
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // the poll interval
+		}
+		t.Fatalf("%d of 2 pods Running on lab-node when the deadline passed", running)
+	})
+
+	t.Run("down leaves no process", func(t *testing.T) {
+		out := labcluster(t, "down", "--dir", dir)
+		stopped = true
+		if !strings.Contains(out, "stopped") {
+			t.Errorf("down: %s", out)
+		}
+		waitGone(t, pids)
+		if _, err := os.Stat(filepath.Join(dir, "kubeconfig")); !os.IsNotExist(err) {
+			t.Errorf("kubeconfig left after down: %v", err)
+		}
+	})
+}
+
+// TestKilledSupervisorTakesComponents: a test binary killed with SIGKILL must
+// not leave a cluster behind. StartEmbedded's supervisor is our child; kill it
+// the same way and its etcd and apiserver must go too.
+func TestKilledSupervisorTakesComponents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	c, err := StartEmbedded(t.TempDir(), "etcd", "apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	supervisor := c.process.Process.Pid
+	components := childrenOf(supervisor)
+	if len(components) != 2 {
+		t.Fatalf("want etcd and apiserver, got pids %v", components)
+	}
+	c.process.Process.Kill()
+	c.process.Wait()
+	c.process = nil
+	waitGone(t, components)
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so cut at the last ')'.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// listeners returns the local addresses of the TCP sockets in LISTEN state
+// that the given processes hold, read from /proc.
+func listeners(t *testing.T, pids []int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	for _, pid := range pids {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if err == nil && strings.HasPrefix(link, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+			}
+		}
+	}
+	var addrs []string
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... inode (field 9); st 0A is LISTEN.
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+				continue
+			}
+			addrs = append(addrs, decodeProcAddr(f[1]))
+		}
+	}
+	return addrs
+}
+
+// decodeProcAddr turns /proc/net/tcp's "0100007F:1F90" into "127.0.0.1:8080"
+// (IPv4 bytes are little-endian there); IPv6 addresses are shown raw.
+func decodeProcAddr(s string) string {
+	hexIP, hexPort, _ := strings.Cut(s, ":")
+	port, _ := strconv.ParseUint(hexPort, 16, 16)
+	if len(hexIP) != 8 {
+		return fmt.Sprintf("[%s]:%d", hexIP, port)
+	}
+	ip, _ := strconv.ParseUint(hexIP, 16, 32)
+	return fmt.Sprintf("%d.%d.%d.%d:%d", ip&0xff, ip>>8&0xff, ip>>16&0xff, ip>>24, port)
+}
+
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var alive []int
+		for _, pid := range pids {
+			// Signal 0 probes; a zombie still answers, so check its state too.
+			if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes still running: %v", alive)
+		}
+		time.Sleep(50 * time.Millisecond) // the poll interval
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
