@@ -35,22 +35,20 @@ type Event struct {
 	Frame []byte
 }
 
-// wireEvent is the JSON shape of a frame; metav1.WatchEvent has the same
-// fields but holds a RawExtension, and we already have the object's bytes.
-type wireEvent struct {
-	Type   watch.EventType `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-// encodeFrame builds one newline-delimited JSON frame from an object's
-// encoded bytes. It is the only place a frame is made.
+// encodeFrame builds one newline-delimited JSON frame around an object's
+// encoded bytes: {"type":"ADDED","object":{...}}\n, the shape of
+// metav1.WatchEvent. It is the only place a frame is made. The object's
+// bytes are copied in as they are: they came from json.Marshal, so they are
+// valid JSON, and the event type is one of watch's fixed, quote-free names.
+// (Marshalling a struct with a json.RawMessage would re-scan and copy them.)
 func encodeFrame(typ watch.EventType, object []byte) []byte {
-	b, err := json.Marshal(wireEvent{Type: typ, Object: object})
-	if err != nil {
-		// RawMessage that is not valid JSON: a bug in our own encoder.
-		panic("watchserver: invalid object JSON: " + err.Error())
-	}
-	return append(b, '\n')
+	const head, mid, tail = `{"type":"`, `","object":`, "}\n"
+	frame := make([]byte, 0, len(head)+len(typ)+len(mid)+len(object)+len(tail))
+	frame = append(frame, head...)
+	frame = append(frame, typ...)
+	frame = append(frame, mid...)
+	frame = append(frame, object...)
+	return append(frame, tail...)
 }
 
 // encodeObject is the JSON encoding of any API object.
