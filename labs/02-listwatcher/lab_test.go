@@ -1,0 +1,24 @@
+package lab02_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit"
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/cmd/listwatch/listwatchcmd"
+)
+
+// TestMain finds the lab cluster (or starts one for this test binary) and
+// makes cmd/listwatch runnable from the scripts as `exec listwatch`.
+func TestMain(m *testing.M) {
+	labkit.Main(m, map[string]func(){
+		"listwatch": func() { os.Exit(listwatchcmd.Main()) },
+	})
+}
+
+// TestScripts runs every exercise in testdata/script against the real
+// cluster, with labkit's commands and this lab's: steps, lwlist, tcpproxy
+// (see scriptcmds_test.go). One exercise: go test -run TestScripts/bookmarks
+func TestScripts(t *testing.T) {
+	labkit.RunScripts(t, "testdata/script", scriptCommands())
+}

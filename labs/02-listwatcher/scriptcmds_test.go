@@ -1,0 +1,353 @@
+package lab02_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit"
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
+)
+
+// scriptCommands are this lab's testscript commands, on top of labkit's.
+func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"steps":    cmdSteps,
+		"lwlist":   cmdLWList,
+		"tcpproxy": cmdTCPProxy,
+	}
+}
+
+// steps [-f FIELD]... FILE: print the transcript of `listwatch -o json`
+// output: labkit's transcript for the LISTs and events, and one line per
+// step of the loop (WATCH, WATCH-END, RELIST, BACKOFF).
+func cmdSteps(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! steps")
+	}
+	var fields []string
+	for len(args) >= 2 && args[0] == "-f" {
+		fields, args = append(fields, args[1]), args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: steps [-f FIELD]... FILE")
+	}
+	out, err := renderSteps([]byte(ts.ReadFile(args[0])), fields)
+	ts.Check(err)
+	fmt.Fprint(ts.Stdout(), out)
+}
+
+// renderSteps makes the loop's output the same on every run. What varies
+// from run to run is timing: how many times a watch timed out while nothing
+// happened, how many backoffs an outage took, whether the connection was
+// reset or closed cleanly. So:
+//   - a step line already printed since the last event is not printed again;
+//   - BACKOFF and a broken stream show no error text;
+//   - WATCH says where its resourceVersion came from (the LIST, an event,
+//     a BOOKMARK), never the number;
+//   - the same line twice in a row is printed once (two bookmarks at one
+//     point of the transcript).
+func renderSteps(data []byte, fields []string) (string, error) {
+	tr := labkit.NewTranscript(fields...)
+	var out []string
+	stepsSeen := map[string]bool{}
+	origin := map[string]string{} // resourceVersion -> what gave it to us
+	var newestObject uint64
+	print := func(line string) {
+		if len(out) == 0 || out[len(out)-1] != line {
+			out = append(out, line)
+		}
+	}
+	step := func(line string) {
+		if !stepsSeen[line] {
+			stepsSeen[line] = true
+			print(line)
+		}
+	}
+	for _, raw := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if raw == "" {
+			continue
+		}
+		var rec struct {
+			Step            string `json:"step"`
+			ResourceVersion string `json:"resourceVersion"`
+			Error           string `json:"error"`
+			Code            int    `json:"code"`
+			Reason          string `json:"reason"`
+			Kind            string `json:"kind"`
+			Type            string `json:"type"`
+			Metadata        struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+			Object struct {
+				Metadata struct {
+					Name            string            `json:"name"`
+					ResourceVersion string            `json:"resourceVersion"`
+					Annotations     map[string]string `json:"annotations"`
+				} `json:"metadata"`
+				Details struct {
+					Causes []struct {
+						Type string `json:"reason"`
+					} `json:"causes"`
+				} `json:"details"`
+			} `json:"object"`
+		}
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return "", fmt.Errorf("steps: %v in %q", err, raw)
+		}
+		switch rec.Step {
+		case "WATCH":
+			from := origin[rec.ResourceVersion]
+			if rec.ResourceVersion == "" {
+				from = "nothing: a streaming list (sendInitialEvents=true)"
+			}
+			step("WATCH from " + from)
+		case "WATCH-END":
+			switch {
+			case rec.Code == 410:
+				step(fmt.Sprintf("WATCH-END %d %s", rec.Code, rec.Reason))
+			case rec.Error != "":
+				step("WATCH-END broken")
+			default:
+				step("WATCH-END closed by the server")
+			}
+		case "RELIST":
+			step(fmt.Sprintf("RELIST because %d %s", rec.Code, rec.Reason))
+		case "BACKOFF":
+			step("BACKOFF")
+		case "":
+			// A stream that broke on our side is not a server event: the
+			// WATCH-END that follows says so.
+			if rec.Type == "ERROR" && len(rec.Object.Details.Causes) > 0 && rec.Object.Details.Causes[0].Type == "ClientWatchDecoding" {
+				continue
+			}
+			before := len(tr.Lines())
+			if err := tr.Add([]byte(raw)); err != nil {
+				return "", err
+			}
+			lines := tr.Lines()[before:]
+			for _, l := range lines {
+				print(l)
+			}
+			stepsSeen = map[string]bool{}
+			switch {
+			case rec.Kind != "": // a List
+				origin[rec.Metadata.ResourceVersion] = "the LIST"
+			case rec.Type == "BOOKMARK":
+				rv := rec.Object.Metadata.ResourceVersion
+				n, _ := strconv.ParseUint(rv, 10, 64)
+				switch {
+				case rec.Object.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true":
+					origin[rv] = "the initial-events-end BOOKMARK"
+				case n > newestObject:
+					origin[rv] = "a BOOKMARK, ahead of the last event"
+				default:
+					origin[rv] = "a BOOKMARK"
+				}
+			case rec.Type != "ERROR" && len(lines) > 0:
+				rv := rec.Object.Metadata.ResourceVersion
+				n, _ := strconv.ParseUint(rv, 10, 64)
+				newestObject = max(newestObject, n)
+				f := strings.Fields(lines[0]) // "MODIFIED ConfigMap a rv3 ..."
+				origin[rv] = "the " + strings.Join(f[:min(4, len(f))], " ")
+			}
+		default:
+			return "", fmt.Errorf("steps: unknown step %q", rec.Step)
+		}
+	}
+	return strings.Join(out, "\n") + "\n", nil
+}
+
+// scriptListWatch is a ListWatch on RESOURCE in the script's $NS, through
+// the script's $KUBECONFIG (which privatecluster may have changed).
+func scriptListWatch(ts *testscript.TestScript, resource string) *listwatcher.ListWatch {
+	cfg, err := clientcmd.BuildConfigFromFlags("", ts.Getenv("KUBECONFIG"))
+	ts.Check(err)
+	lw, err := listwatcher.New(cfg, resource, ts.Getenv("NS"))
+	ts.Check(err)
+	return lw
+}
+
+// lwlist [-limit N] [-rv RV] [-match Exact|NotOlderThan] [-l SEL] [-f FIELD]
+// [-pages N] [-continue TOKEN] RESOURCE: list page by page with our List and
+// print the transcript of every page, preceded by a PAGE line. With -pages N
+// it stops after N pages and sets $CONTINUE to the next page's token.
+func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
+	fs := flag.NewFlagSet("lwlist", flag.ContinueOnError)
+	limit := fs.Int64("limit", 0, "page size")
+	rv := fs.String("rv", "", "resourceVersion")
+	match := fs.String("match", "", "resourceVersionMatch")
+	selector := fs.String("l", "", "label selector")
+	pages := fs.Int("pages", 0, "stop after this many pages, setting $CONTINUE")
+	cont := fs.String("continue", "", "continue token of the page to start at")
+	var fields stringList
+	fs.Var(&fields, "f", "field to show")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		ts.Fatalf("usage: lwlist [-limit N] [-rv RV] [-match M] [-l SEL] [-f FIELD]... RESOURCE")
+	}
+	lw := scriptListWatch(ts, fs.Arg(0))
+	lw.LabelSelector = *selector
+	tr := labkit.NewTranscript(fields...)
+	opts := metav1.ListOptions{Limit: *limit, ResourceVersion: *rv, ResourceVersionMatch: metav1.ResourceVersionMatch(*match), Continue: *cont}
+	for page := 1; ; page++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		list, err := lw.ListWithContext(ctx, opts)
+		cancel()
+		if err != nil {
+			if neg {
+				fmt.Fprintln(ts.Stdout(), err)
+				return
+			}
+			ts.Fatalf("lwlist: %v", err)
+		}
+		body, err := json.Marshal(list)
+		ts.Check(err)
+		var meta struct {
+			Metadata struct{ Continue string } `json:"metadata"`
+		}
+		ts.Check(json.Unmarshal(body, &meta))
+		before := len(tr.Lines())
+		ts.Check(tr.Add(body))
+		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v\n", page, meta.Metadata.Continue != "")
+		for _, l := range tr.Lines()[before:] {
+			fmt.Fprintln(ts.Stdout(), l)
+		}
+		if meta.Metadata.Continue == "" {
+			break
+		}
+		if page == *pages {
+			ts.Setenv("CONTINUE", meta.Metadata.Continue)
+			break
+		}
+		opts = metav1.ListOptions{Limit: *limit, Continue: meta.Metadata.Continue}
+	}
+	if neg {
+		ts.Fatalf("lwlist: unexpected success")
+	}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// tcpProxy forwards TCP connections to the apiserver, so a script can cut
+// the stream under a running watch without touching the apiserver (TLS
+// passes through untouched: the certificate is for 127.0.0.1, and so is
+// the proxy).
+type tcpProxy struct {
+	addr, target string
+	mu           sync.Mutex
+	listener     net.Listener
+	conns        map[net.Conn]bool
+}
+
+// proxies holds each script's proxy, by $WORK.
+var proxies sync.Map
+
+// tcpproxy start|cut|resume: `start` listens on 127.0.0.1 and writes
+// $WORK/proxy.kubeconfig, $KUBECONFIG with the proxy as server; `cut` closes
+// every connection and stops listening (connection refused from then on);
+// `resume` listens again on the same port.
+func cmdTCPProxy(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: tcpproxy start|cut|resume")
+	}
+	work := ts.Getenv("WORK")
+	switch args[0] {
+	case "start":
+		kc, err := clientcmd.LoadFromFile(ts.Getenv("KUBECONFIG"))
+		ts.Check(err)
+		p := &tcpProxy{conns: map[net.Conn]bool{}}
+		for _, cluster := range kc.Clusters {
+			u, err := url.Parse(cluster.Server)
+			ts.Check(err)
+			p.target = u.Host
+		}
+		ts.Check(p.listen("127.0.0.1:0"))
+		for _, cluster := range kc.Clusters {
+			cluster.Server = "https://" + p.addr
+		}
+		ts.Check(clientcmd.WriteToFile(*kc, ts.MkAbs("proxy.kubeconfig")))
+		proxies.Store(work, p)
+		ts.Defer(func() { p.cut(); proxies.Delete(work) })
+	case "cut", "resume":
+		v, ok := proxies.Load(work)
+		if !ok {
+			ts.Fatalf("tcpproxy: not started")
+		}
+		p := v.(*tcpProxy)
+		if args[0] == "cut" {
+			p.cut()
+		} else {
+			ts.Check(p.listen(p.addr))
+		}
+	default:
+		ts.Fatalf("usage: tcpproxy start|cut|resume")
+	}
+}
+
+func (p *tcpProxy) listen(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.listener, p.addr = l, l.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return // cut closed the listener
+			}
+			go p.forward(c)
+		}
+	}()
+	return nil
+}
+
+func (p *tcpProxy) forward(client net.Conn) {
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[client], p.conns[server] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(server, client); done <- struct{}{} }()
+	go func() { io.Copy(client, server); done <- struct{}{} }()
+	<-done
+	client.Close()
+	server.Close()
+	p.mu.Lock()
+	delete(p.conns, client)
+	delete(p.conns, server)
+	p.mu.Unlock()
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.listener != nil {
+		p.listener.Close()
+		p.listener = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+}
