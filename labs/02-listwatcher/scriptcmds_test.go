@@ -181,9 +181,10 @@ func scriptListWatch(ts *testscript.TestScript, resource string) *listwatcher.Li
 }
 
 // lwlist [-limit N] [-rv RV] [-match Exact|NotOlderThan] [-l SEL] [-f FIELD]
-// [-pages N] [-continue TOKEN] RESOURCE: list page by page with our List and
+// [-pages N] [-continue TOKEN -first-rv RV] RESOURCE: list page by page with our List and
 // print the transcript of every page, preceded by a PAGE line. With -pages N
-// it stops after N pages and sets $CONTINUE to the next page's token.
+// it stops after N pages and sets $CONTINUE to the next page's token and
+// $FIRST_RV to page 1's resourceVersion (pass it back with -first-rv).
 func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 	fs := flag.NewFlagSet("lwlist", flag.ContinueOnError)
 	limit := fs.Int64("limit", 0, "page size")
@@ -192,6 +193,7 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 	selector := fs.String("l", "", "label selector")
 	pages := fs.Int("pages", 0, "stop after this many pages, setting $CONTINUE")
 	cont := fs.String("continue", "", "continue token of the page to start at")
+	firstPageRV := fs.String("first-rv", "", "resourceVersion of page 1, when starting at a later page")
 	var fields stringList
 	fs.Var(&fields, "f", "field to show")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
@@ -201,7 +203,12 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 	lw.LabelSelector = *selector
 	tr := labkit.NewTranscript(fields...)
 	opts := metav1.ListOptions{Limit: *limit, ResourceVersion: *rv, ResourceVersionMatch: metav1.ResourceVersionMatch(*match), Continue: *cont}
-	for page := 1; ; page++ {
+	firstRV := *firstPageRV
+	page := 1
+	if *cont != "" {
+		page = 2 // at least: we start after page 1
+	}
+	for ; ; page++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		list, err := lw.ListWithContext(ctx, opts)
 		cancel()
@@ -215,12 +222,21 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		body, err := json.Marshal(list)
 		ts.Check(err)
 		var meta struct {
-			Metadata struct{ Continue string } `json:"metadata"`
+			Metadata struct{ Continue, ResourceVersion string } `json:"metadata"`
 		}
 		ts.Check(json.Unmarshal(body, &meta))
 		before := len(tr.Lines())
 		ts.Check(tr.Add(body))
-		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v\n", page, meta.Metadata.Continue != "")
+		// The transcript shows a list's resourceVersion relative to the
+		// objects seen so far; whether all pages share one is said here.
+		if page == 1 {
+			firstRV = meta.Metadata.ResourceVersion
+		}
+		same := "the same resourceVersion as page 1"
+		if meta.Metadata.ResourceVersion != firstRV {
+			same = "a NEW resourceVersion"
+		}
+		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v at %s\n", page, meta.Metadata.Continue != "", same)
 		for _, l := range tr.Lines()[before:] {
 			fmt.Fprintln(ts.Stdout(), l)
 		}
@@ -229,6 +245,7 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if page == *pages {
 			ts.Setenv("CONTINUE", meta.Metadata.Continue)
+			ts.Setenv("FIRST_RV", firstRV)
 			break
 		}
 		opts = metav1.ListOptions{Limit: *limit, Continue: meta.Metadata.Continue}
