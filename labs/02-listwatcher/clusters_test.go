@@ -1,0 +1,237 @@
+package lab02_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit"
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
+)
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	c := labkit.Current()
+	ns := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")) + "-" + rand.String(5)
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	return c.Client, ns
+}
+
+func configMap(name, color string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "demo"}}, Data: map[string]string{"color": color}}
+}
+
+// transcriptOf renders a list and events the way the golden files do.
+// client-go's typed decoding drops apiVersion and kind (its decoder clears
+// them); ours keeps them. They are set on both so only content is compared.
+func transcriptOf(t *testing.T, list runtime.Object, events []watch.Event) string {
+	t.Helper()
+	tr := labkit.NewTranscript("data.color")
+	list.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	add := func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Add(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(list)
+	for _, ev := range events {
+		ev.Object.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		add(map[string]any{"type": ev.Type, "object": ev.Object})
+	}
+	return tr.String()
+}
+
+// collect reads n events from w, or fails after a deadline.
+func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	var got []watch.Event
+	for len(got) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended after %d of %d events", len(got), n)
+			}
+			got = append(got, ev)
+		case <-deadline.C:
+			t.Fatalf("%d of %d events after 30s", len(got), n)
+		}
+	}
+	return got
+}
+
+// TestDifferential runs one scenario through our ListWatch and through
+// client-go's cache.NewListWatchFromClient against the same cluster: the same
+// list at the same resourceVersion, then two watches from it seeing the same
+// changes. The transcripts must be identical, and say what we expect.
+func TestDifferential(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	client, ns := newNamespace(t)
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps(ns)
+	for _, cm := range []*corev1.ConfigMap{configMap("a", "blue"), configMap("b", "red")} {
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ours, err := listwatcher.New(labkit.Current().Config, "configmaps", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours.LabelSelector = "app=demo"
+	theirs := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", ns,
+		func(o *metav1.ListOptions) { o.LabelSelector = "app=demo" })
+	impls := map[string]cache.ListerWatcherWithContext{"lab": ours, "clientgo": theirs}
+
+	// The same list: ours decides the resourceVersion (a consistent read),
+	// then both list exactly at it.
+	first, err := ours.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := meta.NewAccessor().ResourceVersion(first)
+	lists, watches := map[string]runtime.Object{}, map[string]watch.Interface{}
+	for name, lw := range impls {
+		if lists[name], err = lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}); err != nil {
+			t.Fatalf("%s list: %v", name, err)
+		}
+		if watches[name], err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv}); err != nil {
+			t.Fatalf("%s watch: %v", name, err)
+		}
+		defer watches[name].Stop()
+	}
+
+	// The changes both watches must see.
+	if _, err := cms.Create(ctx, configMap("c", "yellow"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := cms.Get(ctx, "a", metav1.GetOptions{})
+	a.Data["color"] = "green"
+	if _, err := cms.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]string{}
+	for name := range impls {
+		got[name] = transcriptOf(t, lists[name], collect(t, watches[name], 3))
+		watches[name].Stop()
+	}
+	want := `LIST ConfigMapList >=rv2 items=2
+ITEM ConfigMap a rv1 data.color=blue
+ITEM ConfigMap b rv2 data.color=red
+ADDED ConfigMap c rv3 data.color=yellow
+MODIFIED ConfigMap a rv4 data.color=green
+DELETED ConfigMap b rv5 data.color=red
+`
+	if got["lab"] != got["clientgo"] {
+		t.Fatalf("transcripts differ.\nlab:\n%s\nclient-go:\n%s", got["lab"], got["clientgo"])
+	}
+	if got["lab"] != want {
+		t.Fatalf("transcript (same for both):\n%s\nwant:\n%s", got["lab"], want)
+	}
+}
+
+// TestReflector runs client-go's own Reflector on our ListWatch. In client-go
+// v0.36 the Reflector uses the streaming list by default (WatchListClient),
+// so this drives our Watch with sendInitialEvents. Its store must end up
+// equal to a fresh LIST, through creates, updates and deletes made before
+// and while it runs.
+func TestReflector(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	client, ns := newNamespace(t)
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps(ns)
+	for i := range 5 {
+		if _, err := cms.Create(ctx, configMap(fmt.Sprintf("before-%d", i), "blue"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ours, err := listwatcher.New(labkit.Current().Config, "configmaps", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	reflector := cache.NewReflectorWithOptions(ours, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "lab02-reflector"})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reflector.RunWithContext(runCtx)
+	}()
+	defer func() { stop(); <-done }()
+
+	for i := range 5 {
+		if _, err := cms.Create(ctx, configMap(fmt.Sprintf("during-%d", i), "red"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := cms.Get(ctx, "before-1", metav1.GetOptions{})
+	b.Data["color"] = "green"
+	if _, err := cms.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "before-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Poll until the store equals a fresh LIST (same names, resourceVersions
+	// and data), or fail at the deadline showing the difference.
+	snapshot := func(objs []any) string {
+		var lines []string
+		for _, o := range objs {
+			cm := o.(*corev1.ConfigMap)
+			lines = append(lines, fmt.Sprintf("%s rv=%s color=%s", cm.Name, cm.ResourceVersion, cm.Data["color"]))
+		}
+		sort.Strings(lines)
+		return strings.Join(lines, "\n")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		list, err := cms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []any
+		for i := range list.Items {
+			want = append(want, &list.Items[i])
+		}
+		got, fresh := snapshot(store.List()), snapshot(want)
+		if got == fresh && strings.Contains(got, "before-1") && strings.Contains(got, "color=green") && !strings.Contains(got, "before-2") && strings.Contains(got, "during-4") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store after 30s:\n%s\nfresh LIST:\n%s", got, fresh)
+		}
+		<-tick.C
+	}
+}
