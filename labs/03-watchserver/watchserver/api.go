@@ -149,6 +149,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *http.Request, opts *List
 			SendInitialEvents:   opts.SendInitialEvents,
 			AllowWatchBookmarks: opts.AllowWatchBookmarks,
 			Match:               matcher(opts),
+			Deadline:            deadline(timeout),
 		})
 		if err != nil {
 			// A malformed resourceVersion fails in the storage layer,
@@ -165,6 +166,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *http.Request, opts *List
 		ShuttingDown: s.ShuttingDown,
 	}
 	server.ServeHTTP(w, req)
+}
+
+func deadline(timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(timeout)
 }
 
 // finished is an EventSource that yields the given events and ends.

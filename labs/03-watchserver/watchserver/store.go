@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,6 +125,7 @@ func (s *Store) Create(obj *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 		return nil, apierrors.NewAlreadyExists(configMapsGR, obj.Name)
 	}
 	s.rv++
+	obj.TypeMeta = configMapType
 	obj.ResourceVersion = formatRV(s.rv)
 	s.objects[k] = obj
 	s.recordLocked(NewEvent(watch.Added, obj, nil, s.rv))
@@ -150,6 +152,7 @@ func (s *Store) Update(obj *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 	// Fields the client may not change.
 	obj.UID, obj.CreationTimestamp = old.UID, old.CreationTimestamp
 	s.rv++
+	obj.TypeMeta = configMapType
 	obj.ResourceVersion = formatRV(s.rv)
 	s.objects[k] = obj
 	s.recordLocked(NewEvent(watch.Modified, obj, old, s.rv))
@@ -216,6 +219,10 @@ type WatchOptions struct {
 	SendInitialEvents   *bool
 	AllowWatchBookmarks bool
 	Match               func(*corev1.ConfigMap) bool
+	// Deadline is when the watch will end (zero: never). A watcher that
+	// allows bookmarks gets one 2s before it, so the client can resume
+	// from a recent RV after the timeout.
+	Deadline time.Time
 }
 
 // Watch starts a watcher. The three ways to start (getAllEventsSinceLocked):
@@ -247,6 +254,7 @@ func (s *Store) Watch(opts WatchOptions) (*Watcher, error) {
 		namespace: opts.Namespace,
 		match:     match,
 		bookmarks: opts.AllowWatchBookmarks,
+		deadline:  opts.Deadline,
 		input:     make(chan *Event, watcherBufSize),
 		result:    make(chan *Event, watcherBufSize),
 		done:      make(chan struct{}),
@@ -274,6 +282,7 @@ func (s *Store) Watch(opts WatchOptions) (*Watcher, error) {
 			}
 		}
 	}
+	w.lastRV = w.after
 	if s.closed {
 		w.expired = true // nothing more will come; end after what we have
 	}
@@ -302,6 +311,23 @@ func (s *Store) SendBookmarks() {
 		default:
 			s.forgetLocked(w)
 		}
+	}
+}
+
+// requestBookmark queues a BOOKMARK at the current RV for one watcher. It
+// goes through input like any event, so it cannot overtake an event with a
+// lower RV that is still queued: a bookmark promises "you have seen
+// everything up to here", and must not lie.
+func (s *Store) requestBookmark(w *Watcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.watchers[w]; !ok {
+		return
+	}
+	select {
+	case w.input <- bookmarkEvent(s.rv, false):
+	default:
+		s.forgetLocked(w)
 	}
 }
 
@@ -337,9 +363,11 @@ type Watcher struct {
 	namespace string
 	match     func(*corev1.ConfigMap) bool
 	bookmarks bool
+	deadline  time.Time
 	initial   []*Event // sent before anything from input
 	after     uint64   // live events with RV <= after were already covered
 	expired   bool     // the watch ends after initial (410 Expired)
+	lastRV    uint64   // RV of the last event sent (only process touches it)
 
 	input    chan *Event
 	result   chan *Event
@@ -372,12 +400,28 @@ func (w *Watcher) process() {
 	if w.expired {
 		return
 	}
-	for ev := range w.input {
-		if ev.Type != watch.Bookmark && ev.RV <= w.after {
-			continue
-		}
-		out := w.filter(ev)
-		if out != nil && !w.send(out) {
+	// The pre-timeout bookmark: 2s before the deadline (at once if that is
+	// already past), as the cacher's bookmark timer does.
+	var bookmarkDue <-chan time.Time
+	if w.bookmarks && !w.deadline.IsZero() {
+		t := time.NewTimer(time.Until(w.deadline.Add(-2 * time.Second)))
+		defer t.Stop()
+		bookmarkDue = t.C
+	}
+	for {
+		select {
+		case <-bookmarkDue:
+			bookmarkDue = nil
+			w.store.requestBookmark(w)
+		case ev, ok := <-w.input:
+			if !ok {
+				return
+			}
+			out := w.filter(ev)
+			if out != nil && !w.send(out) {
+				return
+			}
+		case <-w.done:
 			return
 		}
 	}
@@ -386,6 +430,9 @@ func (w *Watcher) process() {
 func (w *Watcher) send(ev *Event) bool {
 	select {
 	case w.result <- ev:
+		if ev.RV > w.lastRV {
+			w.lastRV = ev.RV
+		}
 		return true
 	case <-w.done:
 		return false
@@ -402,7 +449,15 @@ func (w *Watcher) send(ev *Event) bool {
 //	old matched, new does not:  DELETED old, with the change's RV
 func (w *Watcher) filter(ev *Event) *Event {
 	if ev.Type == watch.Bookmark {
+		// Only a bookmark that moves the client forward is worth sending:
+		// one at or below what it has seen tells it nothing.
+		if !w.bookmarks || ev.RV <= w.lastRV {
+			return nil
+		}
 		return ev
+	}
+	if ev.RV <= w.after {
+		return nil // already covered by the initial events or the start RV
 	}
 	cur := ev.Type != watch.Deleted && w.matches(ev.Object)
 	prev := ev.Prev != nil && w.matches(ev.Prev)
