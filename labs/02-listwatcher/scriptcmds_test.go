@@ -232,11 +232,15 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		if page == 1 {
 			firstRV = meta.Metadata.ResourceVersion
 		}
-		same := "the same resourceVersion as page 1"
-		if meta.Metadata.ResourceVersion != firstRV {
-			same = "a NEW resourceVersion"
+		same := ""
+		switch {
+		case page == 1:
+		case meta.Metadata.ResourceVersion == firstRV:
+			same = " at the resourceVersion of page 1"
+		default:
+			same = " at a NEW resourceVersion"
 		}
-		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v at %s\n", page, meta.Metadata.Continue != "", same)
+		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v%s\n", page, meta.Metadata.Continue != "", same)
 		for _, l := range tr.Lines()[before:] {
 			fmt.Fprintln(ts.Stdout(), l)
 		}
