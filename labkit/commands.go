@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,6 +46,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"labcluster":     cmdLabcluster,
 		"privatecluster": cmdPrivateCluster,
 		"jsonvar":        cmdJSONVar,
+		"freeport":       cmdFreePort,
 	}
 }
 
@@ -156,6 +158,7 @@ func cmdListRV(ts *testscript.TestScript, neg bool, args []string) {
 //	gone RESOURCE NAME       it does not
 //	file FILE REGEXP         FILE has a line matching REGEXP
 //	count FILE REGEXP N      FILE has at least N lines matching REGEXP
+//	http URL                 a plain GET of URL answers 200 (a proxy is up)
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "waitfor")
 	fs := flag.NewFlagSet("waitfor", flag.ContinueOnError)
@@ -196,8 +199,18 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 			got := len(re.FindAll(b, -1))
 			return got >= n, fmt.Sprintf("%d of %d lines matching %q in %s", got, n, args[2], args[1])
 		}
+	case args[0] == "http" && len(args) == 2:
+		client := &http.Client{Timeout: 2 * time.Second}
+		check = func() (bool, string) {
+			resp, err := client.Get(args[1])
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, resp.Status
+		}
 	default:
-		ts.Fatalf("usage: waitfor [-timeout D] exists RES NAME | gone RES NAME | file FILE REGEXP | count FILE REGEXP N")
+		ts.Fatalf("usage: waitfor [-timeout D] exists RES NAME | gone RES NAME | file FILE REGEXP | count FILE REGEXP N | http URL")
 	}
 	deadline := time.Now().Add(*timeout)
 	for {
@@ -392,4 +405,18 @@ func cmdJSONVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("jsonvar: %s has no %s", args[1], args[2])
 	}
 	ts.Setenv(args[0], str(doc, strings.Split(args[2], ".")...))
+}
+
+// freeport VAR: set VAR to a free TCP port on 127.0.0.1, for a server the
+// script starts (kubectl proxy --port=$PORT).
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "freeport")
+	if len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ts.Setenv(args[0], strconv.Itoa(port))
 }

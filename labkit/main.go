@@ -157,6 +157,11 @@ func Setup(env *testscript.Env) error {
 	env.Values[scriptKey{}] = s
 	// kubectl keeps a discovery cache under $HOME; give it one per script.
 	env.Setenv("HOME", filepath.Join(env.WorkDir, ".home"))
+	// The labcluster binary, for `exec $LABCLUSTER kubectl ...` in the
+	// background (the labcluster command cannot run with &).
+	if root, err := Root(); err == nil {
+		env.Setenv("LABCLUSTER", filepath.Join(root, ".cluster", "bin", "labcluster"))
+	}
 	return setClusterEnv(env.WorkDir, env.Setenv, s)
 }
 
