@@ -20,7 +20,12 @@ import (
 	"syscall"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -28,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // Cluster is a running Kubernetes cluster the tests talk to.
@@ -96,7 +102,39 @@ func Connect(kubeconfig string) (*Cluster, error) {
 	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
 		return nil, fmt.Errorf("labkit: the cluster of %s is not ready: %w", kubeconfig, err)
 	}
+	if c.Token == "" {
+		// kind's kubeconfig authenticates with a client certificate; the
+		// exercises' curl commands want a bearer token.
+		if c.Token, err = serviceAccountToken(ctx, c.Client); err != nil {
+			return nil, fmt.Errorf("labkit: a token for curl: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// serviceAccountToken returns a token of the ServiceAccount kube-system/labkit,
+// bound to cluster-admin, made on first use (TokenRequest API, 24h).
+func serviceAccountToken(ctx context.Context, client kubernetes.Interface) (string, error) {
+	const ns, name = "kube-system", "labkit"
+	_, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "labkit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	tr, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
 }
 
 // Discover returns the cluster the tests should use, or nil when none runs:
