@@ -131,7 +131,10 @@ func (lw *ListWatch) collectionURL(opts metav1.ListOptions) string {
 	if lw.Namespace != "" {
 		path = "/api/v1/namespaces/" + url.PathEscape(lw.Namespace) + "/" + lw.Resource
 	}
-	return lw.Server + path + "?" + lw.query(opts).Encode()
+	if q := lw.query(opts).Encode(); q != "" {
+		return lw.Server + path + "?" + q
+	}
+	return lw.Server + path
 }
 
 // query writes ListOptions as the query parameters the apiserver reads. This
