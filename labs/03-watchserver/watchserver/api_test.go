@@ -151,3 +151,41 @@ func TestTooOldOverHTTP(t *testing.T) {
 		t.Fatalf("after the ERROR event the stream must end, got %q", rest)
 	}
 }
+
+// TestCloseEndsEveryWatch: Instance.Close returns promptly with watches
+// open, and each stream ends cleanly for its client.
+func TestCloseEndsEveryWatch(t *testing.T) {
+	in, restCfg, _ := startInstance(t, Config{})
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpClient.CloseIdleConnections()
+	var bodies []io.ReadCloser
+	for range 3 {
+		resp, err := httpClient.Get(in.URL + "/api/v1/namespaces/lab/configmaps?watch=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("proto %s: client-go should get HTTP/2 over TLS", resp.Proto)
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- in.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs: open watches must end when the server shuts down")
+	}
+	for i, body := range bodies {
+		if _, err := io.ReadAll(body); err != nil {
+			t.Fatalf("watch %d: %v, want a clean end of stream", i, err)
+		}
+		body.Close()
+	}
+}

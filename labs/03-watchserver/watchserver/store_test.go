@@ -154,3 +154,23 @@ func TestUpdateConflict(t *testing.T) {
 		t.Fatalf("err = %v, want a Conflict", err)
 	}
 }
+
+// TestPreTimeoutBookmark: 2s before its deadline a watcher that allows
+// bookmarks gets one, if the store moved past what the watcher has seen.
+func TestPreTimeoutBookmark(t *testing.T) {
+	s := NewStore(10, 0)
+	s.Create(cm("x", nil)) // RV 1
+	s.Create(cm("y", nil)) // RV 2: after the watch's start, but not its to see
+	mine := labels.SelectorFromSet(labels.Set{"app": "mine"})
+	// The deadline is 1s away, so the bookmark is already due.
+	w, _ := s.Watch(WatchOptions{
+		ResourceVersion: "1", AllowWatchBookmarks: true,
+		Match:    func(o *corev1.ConfigMap) bool { return mine.Matches(labels.Set(o.Labels)) },
+		Deadline: time.Now().Add(time.Second),
+	})
+	defer w.Stop()
+	got := collect(t, w, 1)[0]
+	if !strings.HasPrefix(got, "BOOKMARK ") || !strings.Contains(got, `"resourceVersion":"2"`) {
+		t.Fatalf("got %s, want a BOOKMARK at RV 2: the watcher has seen nothing past RV 1", got)
+	}
+}
