@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,8 +179,9 @@ func TestReflector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorded := &recordingListWatch{ListWatch: ours}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	reflector := cache.NewReflectorWithOptions(ours, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "lab02-reflector"})
+	reflector := cache.NewReflectorWithOptions(recorded, &corev1.ConfigMap{}, store, cache.ReflectorOptions{Name: "lab02-reflector"})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -227,11 +229,44 @@ func TestReflector(t *testing.T) {
 		}
 		got, fresh := snapshot(store.List()), snapshot(want)
 		if got == fresh && strings.Contains(got, "before-1") && strings.Contains(got, "color=green") && !strings.Contains(got, "before-2") && strings.Contains(got, "during-4") {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("store after 30s:\n%s\nfresh LIST:\n%s", got, fresh)
 		}
 		<-tick.C
 	}
+
+	// How the Reflector used our ListWatch: no LIST at all, a streaming list.
+	recorded.mu.Lock()
+	defer recorded.mu.Unlock()
+	if recorded.lists != 0 || len(recorded.watches) == 0 {
+		t.Fatalf("the Reflector made %d LISTs and %d watches, want a streaming list", recorded.lists, len(recorded.watches))
+	}
+	if first := recorded.watches[0]; first.SendInitialEvents == nil || !*first.SendInitialEvents ||
+		first.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !first.AllowWatchBookmarks {
+		t.Fatalf("the Reflector's first watch: %+v, want sendInitialEvents=true, NotOlderThan, bookmarks", first)
+	}
+}
+
+// recordingListWatch records the options a Reflector passes to our ListWatch.
+type recordingListWatch struct {
+	*listwatcher.ListWatch
+	mu      sync.Mutex
+	lists   int
+	watches []metav1.ListOptions
+}
+
+func (r *recordingListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	r.mu.Lock()
+	r.lists++
+	r.mu.Unlock()
+	return r.ListWatch.ListWithContext(ctx, opts)
+}
+
+func (r *recordingListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	r.mu.Lock()
+	r.watches = append(r.watches, opts)
+	r.mu.Unlock()
+	return r.ListWatch.WatchWithContext(ctx, opts)
 }

@@ -200,6 +200,9 @@ func (b *backoff) reset() { b.next = b.initial }
 // wait reports the failure and the delay, then waits (or returns early when
 // ctx ends).
 func (b *backoff) wait(ctx context.Context, err error, rv string, report func(Step)) {
+	if ctx.Err() != nil {
+		return // the failure was our own cancellation: nothing to retry
+	}
 	delay := b.next + time.Duration(rand.Int64N(int64(b.next)+1))
 	b.next = min(2*b.next, b.max)
 	report(Step{Op: StepBackoff, ResourceVersion: rv, Err: err, Delay: delay})
