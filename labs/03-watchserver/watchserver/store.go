@@ -275,9 +275,11 @@ func (s *Store) Watch(opts WatchOptions) (*Watcher, error) {
 			fmt.Sprintf("too old resource version: %d (%d)", rv, s.oldestLocked())).ErrStatus)}
 		w.expired = true
 	default:
+		// Replayed events go through the same filter as live ones: the
+		// namespace and selectors apply to history too.
 		w.after = rv
 		for i := 0; i < s.size; i++ {
-			if ev := s.history[(s.start+i)%len(s.history)]; ev.RV > rv {
+			if ev := w.filter(s.history[(s.start+i)%len(s.history)]); ev != nil {
 				w.initial = append(w.initial, ev)
 			}
 		}

@@ -174,3 +174,19 @@ func TestPreTimeoutBookmark(t *testing.T) {
 		t.Fatalf("got %s, want a BOOKMARK at RV 2: the watcher has seen nothing past RV 1", got)
 	}
 }
+
+// TestReplayIsFiltered: events replayed from history pass the same
+// namespace and selector checks as live ones.
+func TestReplayIsFiltered(t *testing.T) {
+	s := NewStore(10, 0)
+	s.Create(cm("a", nil)) // RV 1, namespace ns
+	other := cm("b", nil)
+	other.Namespace = "other"
+	s.Create(other)        // RV 2, another namespace
+	s.Create(cm("c", nil)) // RV 3
+	w, _ := s.Watch(WatchOptions{Namespace: "ns", ResourceVersion: "1"})
+	defer w.Stop()
+	if got := collect(t, w, 1)[0]; got != "ADDED c 3" {
+		t.Fatalf("got %s, want ADDED c 3: b is in another namespace", got)
+	}
+}
