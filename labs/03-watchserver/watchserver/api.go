@@ -241,7 +241,8 @@ func readObject(req *http.Request) (*corev1.ConfigMap, error) {
 	}
 	// kubectl sends built-in types as protobuf, curl as JSON (or YAML): the
 	// universal deserializer reads all three into a typed object.
-	decoded, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	// A body without kind/apiVersion is taken to be what the URL says.
+	decoded, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, &schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, nil)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}

@@ -189,3 +189,36 @@ func TestCloseEndsEveryWatch(t *testing.T) {
 		body.Close()
 	}
 }
+
+// TestCreateWithCurlShapedBody: curl users post JSON without kind and
+// apiVersion; the URL says what it is, as on a real server.
+func TestCreateWithCurlShapedBody(t *testing.T) {
+	in, restCfg, _ := startInstance(t, Config{})
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpClient.CloseIdleConnections()
+	resp, err := httpClient.Post(in.URL+"/api/v1/namespaces/demo/configmaps", "application/json",
+		strings.NewReader(`{"metadata":{"name":"a"},"data":{"color":"blue"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"resourceVersion":"1"`) || !strings.Contains(string(body), `"kind":"ConfigMap"`) {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, body)
+	}
+	// Bad input is a Status, never a panic.
+	for _, bad := range []string{`{`, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`, `{"metadata":{"name":"Not_A_Name"}}`, `{"metadata":{}}`} {
+		resp, err := httpClient.Post(in.URL+"/api/v1/namespaces/demo/configmaps", "application/json", strings.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 || !strings.Contains(string(body), `"kind":"Status"`) {
+			t.Fatalf("%s: HTTP %d %s, want a 4xx Status", bad, resp.StatusCode, body)
+		}
+	}
+}
