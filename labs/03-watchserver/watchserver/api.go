@@ -175,7 +175,7 @@ func deadline(timeout time.Duration) time.Time {
 	return time.Now().Add(timeout)
 }
 
-// finished is an EventSource that yields the given events and ends.
+// finishedSource is an EventSource that yields the given events and ends.
 type finishedSource chan *Event
 
 func finished(events ...*Event) finishedSource {
@@ -396,13 +396,13 @@ func acceptsJSON(req *http.Request) bool {
 		return true
 	}
 	for _, part := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		// A request for a Table (kubectl get asks for
+		// application/json;as=Table;g=meta.k8s.io;v=v1 first) is answered
+		// with plain JSON objects; kubectl then prints its default columns.
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
 		}
-		// A request for a Table (kubectl get) is answered with plain JSON;
-		// kubectl then prints with its own default columns.
-		_ = params
 		if mt == "application/json" || mt == "*/*" || mt == "application/*" {
 			return true
 		}
