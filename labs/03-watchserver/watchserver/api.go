@@ -13,6 +13,7 @@
 package watchserver
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -323,56 +324,66 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request) {
 func (s *Server) patch(w http.ResponseWriter, req *http.Request) {
 	ns, name := req.PathValue("namespace"), req.PathValue("name")
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	body, err := io.ReadAll(io.LimitReader(req.Body, 3<<20))
-	if err != nil {
-		writeStatus(w, req, apierrors.NewBadRequest(err.Error()))
-		return
-	}
-	current, err := s.Store.Get(ns, name)
-	if err != nil {
-		writeStatus(w, req, err)
-		return
-	}
-	original := encodeObject(current)
-	var patched []byte
 	switch mediaType {
-	case "application/merge-patch+json", "application/strategic-merge-patch+json":
-		patched, err = jsonpatch.MergePatch(original, body)
-	case "application/json-patch+json":
-		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(body); err == nil {
-			patched, err = p.Apply(original)
-		}
+	case "application/merge-patch+json", "application/strategic-merge-patch+json", "application/json-patch+json":
 	default:
 		writeStatus(w, req, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", configMapsGR, name,
 			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (not %q)", mediaType), 0, false))
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 3<<20))
 	if err != nil {
 		writeStatus(w, req, apierrors.NewBadRequest(err.Error()))
 		return
 	}
+	// The patch is applied to the current object and stored only if nothing
+	// changed in between (Update's resourceVersion check). If something did,
+	// apply it again to the new current object, as upstream's patcher does;
+	// a patch that sets metadata.resourceVersion itself asks for exactly
+	// that check, so its Conflict is final.
+	for attempt := 0; ; attempt++ {
+		obj, err := s.applyPatch(ns, name, mediaType, body)
+		if err == nil {
+			writeJSON(w, req, http.StatusOK, obj)
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt == 4 || bytes.Contains(body, []byte(`"resourceVersion"`)) {
+			writeStatus(w, req, err)
+			return
+		}
+	}
+}
+
+// applyPatch is one attempt: read, patch, validate, store.
+func (s *Server) applyPatch(ns, name, mediaType string, body []byte) (*corev1.ConfigMap, error) {
+	current, err := s.Store.Get(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	original := encodeObject(current)
+	var patched []byte
+	if mediaType == "application/json-patch+json" {
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(body); err == nil {
+			patched, err = p.Apply(original)
+		}
+	} else {
+		patched, err = jsonpatch.MergePatch(original, body)
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
 	obj := &corev1.ConfigMap{}
 	if err := json.Unmarshal(patched, obj); err != nil {
-		writeStatus(w, req, apierrors.NewBadRequest(err.Error()))
-		return
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if obj.Name != name {
-		writeStatus(w, req, apierrors.NewBadRequest("metadata.name cannot be changed by a patch"))
-		return
+		return nil, apierrors.NewBadRequest("metadata.name cannot be changed by a patch")
 	}
 	if err := checkObject(obj, ns); err != nil {
-		writeStatus(w, req, err)
-		return
+		return nil, err
 	}
-	// The patch was computed against current: store it only if nothing
-	// changed in between (a patch that sets resourceVersion itself asks for
-	// exactly that check against its own value).
-	if obj, err = s.Store.Update(obj); err != nil {
-		writeStatus(w, req, err)
-		return
-	}
-	writeJSON(w, req, http.StatusOK, obj)
+	return s.Store.Update(obj)
 }
 
 func (s *Server) delete(w http.ResponseWriter, req *http.Request) {

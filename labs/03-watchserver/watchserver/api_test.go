@@ -3,6 +3,7 @@ package watchserver
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -220,5 +221,34 @@ func TestCreateWithCurlShapedBody(t *testing.T) {
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 || !strings.Contains(string(body), `"kind":"Status"`) {
 			t.Fatalf("%s: HTTP %d %s, want a 4xx Status", bad, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestConcurrentPatchesAllLand: patches racing on one object are re-applied
+// on conflict, so none is lost (kubectl patch never sends a resourceVersion).
+func TestConcurrentPatchesAllLand(t *testing.T) {
+	_, restCfg, _ := startInstance(t, Config{})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps("lab")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := cms.Patch(ctx, "shared", types.MergePatchType, []byte(fmt.Sprintf(`{"data":{"k%d":"v"}}`, i)), metav1.PatchOptions{})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := cms.Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil || len(got.Data) != n {
+		t.Fatalf("data %v (%v), want all %d keys", got.Data, err, n)
 	}
 }
