@@ -3,6 +3,7 @@ package lab02_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -226,8 +228,14 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		list, err := lw.ListWithContext(ctx, opts)
 		cancel()
 		if err != nil {
-			if neg {
-				fmt.Fprintln(ts.Stdout(), err)
+			// A refused LIST prints the transcript of the apiserver's Status.
+			var status apierrors.APIStatus
+			if neg && errors.As(err, &status) {
+				st := status.Status()
+				st.Kind, st.APIVersion = "Status", "v1"
+				body, _ := json.Marshal(st)
+				ts.Check(tr.Add(body))
+				fmt.Fprint(ts.Stdout(), tr.String())
 				return
 			}
 			ts.Fatalf("lwlist: %v", err)
