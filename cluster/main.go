@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -303,8 +304,21 @@ func running(dir string) (*State, error) {
 	return s, nil
 }
 
+// alive tells whether pid runs. A process that has exited but not yet been
+// reaped (a zombie: our detached supervisor's parent is init, which may take
+// its time) still answers signal 0, so its state is checked too.
 func alive(pid int) bool {
-	return pid > 0 && syscall.Kill(pid, 0) == nil
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc (not Linux): trust the signal
+	}
+	// "pid (comm) STATE ...": comm may contain spaces, so look after the last ')'.
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	fields := strings.Fields(string(rest))
+	return len(fields) == 0 || fields[0] != "Z"
 }
 
 // runKubectl is kubectl itself, as cmd/kubectl/kubectl.go of k8s.io/kubernetes.

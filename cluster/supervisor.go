@@ -203,12 +203,15 @@ func (sv *supervisor) stop(name string, grace time.Duration) {
 		return
 	}
 	delete(sv.children, name)
+	start := time.Now()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.exited:
+		fmt.Printf("stopped %s in %.2fs\n", name, time.Since(start).Seconds())
 	case <-time.After(grace):
 		c.cmd.Process.Kill()
 		<-c.exited
+		fmt.Printf("killed %s after %s: it did not stop on SIGTERM\n", name, grace)
 	}
 }
 
