@@ -75,16 +75,20 @@ type simNode struct {
 func (n *simNode) run(ctx context.Context) error {
 	// The apiserver may still be starting: retry registration until it answers.
 	var node *corev1.Node
+	lastErr := ""
 	for {
 		var err error
 		if node, err = n.register(ctx); err == nil {
 			break
 		}
-		fmt.Fprintf(os.Stderr, "node: register: %v (retrying)\n", err)
+		if err.Error() != lastErr { // once per kind of failure, not every 100ms
+			lastErr = err.Error()
+			fmt.Fprintf(os.Stderr, "node: register: %v (retrying)\n", err)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	fmt.Fprintf(os.Stderr, "node: registered %s\n", node.Name)

@@ -146,9 +146,9 @@ func (sv *supervisor) has(name string) bool {
 	return false
 }
 
-// startAll starts etcd, then the apiserver, waits until it is ready, then the
-// rest. Controllers and the node are started last but not waited for: they
-// connect on their own, and `up` promises only a ready apiserver.
+// startAll starts etcd, then the apiserver and the node, waits until the
+// apiserver is ready, then starts the controllers and waits for the node to
+// register. The controllers are not waited for: they connect on their own.
 func (sv *supervisor) startAll() error {
 	if err := sv.start(compEtcd); err != nil {
 		return err
@@ -159,17 +159,47 @@ func (sv *supervisor) startAll() error {
 	if err := sv.start(compAPIServer); err != nil {
 		return err
 	}
+	// The node is light and retries until the apiserver answers: starting it
+	// now lets it register the moment the apiserver is ready.
+	if sv.has(compNode) {
+		if err := sv.start(compNode); err != nil {
+			return err
+		}
+	}
 	if err := sv.waitAPIServer(60 * time.Second); err != nil {
 		return err
 	}
-	for _, name := range []string{compControllerManager, compScheduler, compNode} {
+	for _, name := range []string{compControllerManager, compScheduler} {
 		if sv.has(name) {
 			if err := sv.start(name); err != nil {
 				return err
 			}
 		}
 	}
+	if sv.has(compNode) {
+		// So that `kubectl get nodes` right after up shows the node.
+		return sv.waitNode(15 * time.Second)
+	}
 	return nil
+}
+
+// waitNode waits until the simulated node has registered its Node object.
+func (sv *supervisor) waitNode(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if err := sv.exitedEarly(compNode); err != nil {
+			return err
+		}
+		_, err := sv.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("node %s did not register within %s: %v%s", nodeName, timeout, err, sv.logTail(compNode))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (sv *supervisor) start(name string) error {
