@@ -7,8 +7,8 @@
 // This is the smallest API server that real clients accept for one resource:
 // kubectl, client-go informers and curl. Left out: authentication beyond one
 // bearer token, authorization, admission, defaulting and validation of the
-// object beyond its name, server-side apply, dry run, Table output, protobuf
-// and CBOR, paging (limit/continue), and every other resource.
+// object beyond its name, server-side apply, dry run, protobuf and CBOR
+// responses, paging (limit/continue), and every other resource.
 
 package watchserver
 
@@ -102,6 +102,9 @@ func (s *Server) listResource(forceWatch bool) http.HandlerFunc {
 			return
 		}
 		opts, err := ParseListOptions(req.URL.Query(), forceWatch, req.PathValue("name"))
+		if err == nil {
+			_, _, err = tableRequest(req) // only to reject a bad includeObject
+		}
 		if err != nil {
 			writeStatus(w, req, err)
 			return
@@ -160,6 +163,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, req *http.Request, opts *List
 		}
 		source = watcher
 	}
+	if asTable, policy, _ := tableRequest(req); asTable {
+		source = newTableSource(source, policy) // per-client rendering: table.go
+	}
 	server := &WatchServer{
 		Watching:     source,
 		MediaType:    "application/json",
@@ -214,6 +220,12 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, opts *ListOption
 		writeStatus(w, req, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current)))
 		return
 	}
+	if asTable, policy, _ := tableRequest(req); asTable {
+		table := configMapTable(items, policy, true, time.Now())
+		table.ResourceVersion = formatRV(current)
+		writeJSON(w, req, http.StatusOK, table)
+		return
+	}
 	list := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}}
 	list.ResourceVersion = formatRV(current)
 	list.Items = make([]corev1.ConfigMap, 0, len(items))
@@ -227,8 +239,18 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, opts *ListOption
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request) {
 	obj, err := s.Store.Get(req.PathValue("namespace"), req.PathValue("name"))
+	asTable, policy, terr := tableRequest(req)
+	if err == nil {
+		err = terr
+	}
 	if err != nil {
 		writeStatus(w, req, err)
+		return
+	}
+	if asTable {
+		table := configMapTable([]*corev1.ConfigMap{obj}, policy, true, time.Now())
+		table.ResourceVersion = obj.ResourceVersion
+		writeJSON(w, req, http.StatusOK, table)
 		return
 	}
 	writeJSON(w, req, http.StatusOK, obj)
@@ -407,9 +429,7 @@ func acceptsJSON(req *http.Request) bool {
 		return true
 	}
 	for _, part := range strings.Split(accept, ",") {
-		// A request for a Table (kubectl get asks for
-		// application/json;as=Table;g=meta.k8s.io;v=v1 first) is answered
-		// with plain JSON objects; kubectl then prints its default columns.
+		// A Table (kubectl get) is application/json too: see table.go.
 		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
