@@ -97,7 +97,7 @@ func (d *Decoder) readFrame() ([]byte, error) {
 		for err == bufio.ErrBufferFull {
 			line, err = d.r.ReadSlice('\n')
 			if len(d.frame)+len(line) > MaxFrameSize+1 { // +1: the "\n"
-				return nil, fmt.Errorf("%w: read %d bytes without reaching its end", ErrFrameTooLarge, len(d.frame)+len(line))
+				return nil, fmt.Errorf("%w: %d bytes and counting; the rest of the stream is not read", ErrFrameTooLarge, len(d.frame)+len(line))
 			}
 			d.frame = append(d.frame, line...)
 		}
