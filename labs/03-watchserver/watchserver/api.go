@@ -30,7 +30,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,6 +62,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api", s.apiVersions)
 	mux.HandleFunc("GET /api/v1", s.apiResources)
 	mux.HandleFunc("GET /apis", s.apiGroups)
+	mux.HandleFunc("GET /openapi/v3", s.openAPIRoot)
+	mux.HandleFunc("GET /openapi/v3/api/v1", s.openAPICoreV1)
 
 	// LIST and WATCH share one handler, as ListResource does; the legacy
 	// /watch/ paths force a watch whatever ?watch says.
@@ -256,22 +260,52 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, req, http.StatusOK, obj)
 }
 
-// readObject decodes a ConfigMap from a request body.
-func readObject(req *http.Request) (*corev1.ConfigMap, error) {
+// strictCodecs decode like scheme.Codecs but also report unknown and
+// duplicate fields, for ?fieldValidation=Strict|Warn.
+var strictCodecs = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict)
+
+// readObject decodes a ConfigMap from a request body. kubectl sends built-in
+// types as protobuf, curl as JSON (or YAML): the universal deserializer reads
+// all three into a typed object. fieldValidation decides what an unknown
+// field costs: Strict, a 400 (kubectl's default); Warn (the server's
+// default), a Warning header; Ignore, nothing.
+func readObject(w http.ResponseWriter, req *http.Request) (*corev1.ConfigMap, error) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, 3<<20))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	// kubectl sends built-in types as protobuf, curl as JSON (or YAML): the
-	// universal deserializer reads all three into a typed object.
+	directive := req.URL.Query().Get("fieldValidation")
+	switch directive {
+	case "":
+		directive = "Warn" // upstream's default (handlers/rest.go, fieldValidation)
+	case "Ignore", "Warn", "Strict":
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", not %q", directive))
+	}
 	// A body without kind/apiVersion is taken to be what the URL says.
-	decoded, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, &schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, nil)
+	defaultGVK := &schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	decoded, gvk, err := strictCodecs.UniversalDeserializer().Decode(body, defaultGVK, nil)
+	if strictErr, isStrict := runtime.AsStrictDecodingError(err); isStrict && decoded != nil && directive != "Strict" {
+		if directive == "Warn" {
+			for _, e := range strictErr.Errors() {
+				w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
+			}
+		}
+		err = nil
+	}
 	if err != nil {
+		// handlers/rest.go, transformDecodeError: the same words as upstream.
+		if gvk != nil && gvk.Kind != "" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a ConfigMap: %v", gvk.Kind, gvk.Version, err))
+		}
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	obj, ok := decoded.(*corev1.ConfigMap)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a v1 ConfigMap, got %s", gvk))
+	}
+	if obj.Kind != "" && (obj.Kind != "ConfigMap" || obj.APIVersion != "v1") {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (v1)", obj.APIVersion))
 	}
 	return obj, nil
 }
@@ -299,7 +333,7 @@ func checkObject(obj *corev1.ConfigMap, ns string) error {
 }
 
 func (s *Server) create(w http.ResponseWriter, req *http.Request) {
-	obj, err := readObject(req)
+	obj, err := readObject(w, req)
 	if err == nil && obj.Name == "" && obj.GenerateName != "" {
 		obj.Name = obj.GenerateName + randomSuffix()
 	}
@@ -322,7 +356,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request) {
-	obj, err := readObject(req)
+	obj, err := readObject(w, req)
 	if err == nil && obj.Name != req.PathValue("name") {
 		err = apierrors.NewBadRequest("the name of the object (" + obj.Name + ") does not match the name on the URL (" + req.PathValue("name") + ")")
 	}

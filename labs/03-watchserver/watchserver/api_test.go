@@ -252,3 +252,35 @@ func TestConcurrentPatchesAllLand(t *testing.T) {
 		t.Fatalf("data %v (%v), want all %d keys", got.Data, err, n)
 	}
 }
+
+// TestFieldValidation: an unknown field is a 400 with Strict, a Warning
+// header by default (Warn), and nothing with Ignore, as upstream.
+func TestFieldValidation(t *testing.T) {
+	in, restCfg, _ := startInstance(t, Config{})
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpClient.CloseIdleConnections()
+	for i, tc := range []struct {
+		query, status, warning string
+	}{
+		{"?fieldValidation=Strict", "400", ""},
+		{"", "201", `299 - "unknown field \"datta\""`},
+		{"?fieldValidation=Ignore", "201", ""},
+	} {
+		body := fmt.Sprintf(`{"metadata":{"name":"cm-%d"},"datta":{"color":"blue"}}`, i)
+		resp, err := httpClient.Post(in.URL+"/api/v1/namespaces/lab/configmaps"+tc.query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if fmt.Sprint(resp.StatusCode) != tc.status || resp.Header.Get("Warning") != tc.warning {
+			t.Fatalf("%q: HTTP %d, Warning %q, body %s; want %s, %q", tc.query, resp.StatusCode, resp.Header.Get("Warning"), out, tc.status, tc.warning)
+		}
+		if tc.status == "400" && !strings.Contains(string(out), `ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\"`) {
+			t.Fatalf("Strict: %s", out)
+		}
+	}
+}

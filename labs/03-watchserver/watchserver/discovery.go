@@ -8,6 +8,13 @@
 // /apis the named groups, of which we have none. Clients first ask for the
 // aggregated v2 document; answering with plain JSON makes them fall back to
 // these legacy documents, which is all we serve.
+//
+// OpenAPI (upstream: k8s.io/kube-openapi handler3, served at /openapi/v3):
+// kubectl create -f and replace -f validate a file before sending it. If the
+// server's OpenAPI says that PATCH of the kind takes the fieldValidation
+// query parameter, kubectl lets the server validate (?fieldValidation=Strict)
+// and needs no schema. So we publish exactly that one fact, not the schemas:
+// kubectl explain, which needs them, does not work here.
 
 package watchserver
 
@@ -48,6 +55,33 @@ func (s *Server) apiGroups(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, req, http.StatusOK, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   []metav1.APIGroup{},
+	})
+}
+
+// openAPIRoot lists the group versions that have an OpenAPI v3 document.
+func (s *Server) openAPIRoot(w http.ResponseWriter, req *http.Request) {
+	writeJSON(w, req, http.StatusOK, map[string]any{
+		"paths": map[string]any{"api/v1": map[string]string{"serverRelativeURL": "/openapi/v3/api/v1?hash=lab03"}},
+	})
+}
+
+// openAPICoreV1 is a minimal OpenAPI v3 document for the core group: the
+// PATCH operation of ConfigMaps and its fieldValidation parameter.
+func (s *Server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
+	patch := map[string]any{
+		"operationId":                     "patchCoreV1NamespacedConfigMap",
+		"x-kubernetes-action":             "patch",
+		"x-kubernetes-group-version-kind": map[string]string{"group": "", "version": "v1", "kind": "ConfigMap"},
+		"parameters": []map[string]any{{
+			"name": "fieldValidation", "in": "query", "schema": map[string]string{"type": "string"},
+			"description": "Strict (reject unknown fields), Warn (accept, with a Warning header) or Ignore.",
+		}},
+		"responses": map[string]any{"200": map[string]string{"description": "OK"}},
+	}
+	writeJSON(w, req, http.StatusOK, map[string]any{
+		"openapi": "3.0.0",
+		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.36.3"},
+		"paths":   map[string]any{"/api/v1/namespaces/{namespace}/configmaps/{name}": map[string]any{"patch": patch}},
 	})
 }
 
