@@ -261,6 +261,11 @@ func (s *Store) Watch(opts WatchOptions) (*Watcher, error) {
 	}
 	switch {
 	case opts.SendInitialEvents != nil && *opts.SendInitialEvents:
+		// The snapshot is taken under the lock, so it is exactly the state
+		// at s.rv. Each object is encoded here for this watcher, under the
+		// lock: fine for a lab's few objects; upstream serves the initial
+		// events from the watch cache's store outside the dispatch path,
+		// and its cachingObject reuses one encoding across watchers.
 		for _, obj := range s.listLocked(opts.Namespace, match) {
 			w.initial = append(w.initial, NewEvent(watch.Added, obj, nil, 0))
 		}
