@@ -1,7 +1,8 @@
-// Package listwatchcmd is the listwatch command (../main.go runs it; the
-// lab's tests run it in-process). listwatch lists a core/v1 resource in a namespace, prints the
-// items, then watches from the list's resourceVersion and prints every
-// event, every rewatch and every relist, one per line, until interrupted.
+// Package listwatchcmd is the listwatch command: ../main.go runs it, and the
+// lab's tests run it in-process. listwatch lists a core/v1 resource in a
+// namespace, prints the items, then watches from the list's resourceVersion
+// and prints every event, every rewatch and every relist, one per line,
+// until interrupted.
 //
 //	listwatch --kubeconfig .cluster/kubeconfig -n default
 //	listwatch -n kube-system --resource pods -l component=kube-apiserver
@@ -79,9 +80,15 @@ func Main() int {
 		defer f.Close()
 		out = f // an *os.File is unbuffered: every line is written as printed
 	}
-	print := printText
-	if *output == "json" {
+	var print func(io.Writer, listwatcher.Step)
+	switch *output {
+	case "text":
+		print = printText
+	case "json":
 		print = printJSON
+	default:
+		fmt.Fprintf(os.Stderr, "listwatch: -o %q: want text or json\n", *output)
+		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
