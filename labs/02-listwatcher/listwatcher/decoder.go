@@ -51,6 +51,9 @@ type Decoder struct {
 	r    *bufio.Reader
 	body io.Closer // closed by Close, if the reader is one
 	kind schema.GroupVersionKind
+	// maxFrame is MaxFrameSize; FuzzDecode lowers it so the fuzzer can reach
+	// the limit with small inputs.
+	maxFrame int
 	// frame holds a frame that arrived in more than one read; reused.
 	frame []byte
 	// event is reused for every frame: json.RawMessage keeps its capacity
@@ -63,7 +66,7 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder of the events in r about objects of kind.
 func NewDecoder(r io.Reader, kind schema.GroupVersionKind) *Decoder {
-	d := &Decoder{r: bufio.NewReaderSize(r, 64<<10), kind: kind}
+	d := &Decoder{r: bufio.NewReaderSize(r, 64<<10), kind: kind, maxFrame: MaxFrameSize}
 	if c, ok := r.(io.Closer); ok {
 		d.body = c
 	}
@@ -96,7 +99,7 @@ func (d *Decoder) readFrame() ([]byte, error) {
 		d.frame = append(d.frame[:0], line...)
 		for err == bufio.ErrBufferFull {
 			line, err = d.r.ReadSlice('\n')
-			if len(d.frame)+len(line) > MaxFrameSize+1 { // +1: the "\n"
+			if len(d.frame)+len(line) > d.maxFrame+1 { // +1: the "\n"
 				return nil, fmt.Errorf("%w: %d bytes and counting; the rest of the stream is not read", ErrFrameTooLarge, len(d.frame)+len(line))
 			}
 			d.frame = append(d.frame, line...)
