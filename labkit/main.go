@@ -41,8 +41,12 @@ type clusterM struct{ m *testing.M }
 
 func (c clusterM) Run() int {
 	flag.Parse()
-	// `go test -list` and -run that selects nothing need no cluster.
+	// `go test -list`, and -run '^$' (benchmarks or fuzzing only), need no
+	// cluster: starting one would cost seconds for nothing.
 	if f := flag.Lookup("test.list"); f != nil && f.Value.String() != "" {
+		return c.m.Run()
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
 		return c.m.Run()
 	}
 	cl, err := Discover()
