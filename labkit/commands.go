@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 )
@@ -212,16 +213,14 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("usage: waitfor [-timeout D] exists RES NAME | gone RES NAME | file FILE REGEXP | count FILE REGEXP N | http URL")
 	}
-	deadline := time.Now().Add(*timeout)
-	for {
-		ok, state := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitfor %s: not true after %s (%s)", strings.Join(args, " "), *timeout, state)
-		}
-		time.Sleep(25 * time.Millisecond) // the poll interval, not a wait for an event
+	var state string
+	err := wait.PollUntilContextTimeout(context.Background(), 25*time.Millisecond, *timeout, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, state = check()
+		return ok, nil
+	})
+	if err != nil {
+		ts.Fatalf("waitfor %s: not true after %s (%s)", strings.Join(args, " "), *timeout, state)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
@@ -127,22 +128,22 @@ func TestLabclusterUpDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		var running int
-		for ctx.Err() == nil {
+		err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-			if err == nil {
-				running = 0
-				for _, p := range pods.Items {
-					if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "lab-node" {
-						running++
-					}
-				}
-				if running == 2 {
-					return
+			if err != nil {
+				return false, nil // the apiserver may be busy; ask again
+			}
+			running = 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "lab-node" {
+					running++
 				}
 			}
-			time.Sleep(100 * time.Millisecond) // the poll interval
+			return running == 2, nil
+		})
+		if err != nil {
+			t.Fatalf("%d of 2 pods Running on lab-node when the deadline passed", running)
 		}
-		t.Fatalf("%d of 2 pods Running on lab-node when the deadline passed", running)
 	})
 
 	t.Run("down leaves no process", func(t *testing.T) {
@@ -248,22 +249,19 @@ func decodeProcAddr(s string) string {
 
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var alive []int
+	var alive []int
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		alive = alive[:0]
 		for _, pid := range pids {
 			// Signal 0 probes; a zombie still answers, so check its state too.
 			if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
 				alive = append(alive, pid)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes still running: %v", alive)
-		}
-		time.Sleep(50 * time.Millisecond) // the poll interval
+		return len(alive) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("processes still running: %v", alive)
 	}
 }
 

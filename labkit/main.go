@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // update rewrites the golden output of scripts instead of failing on a
@@ -204,16 +205,15 @@ func createNamespace(c *Cluster, ns string) error {
 	if !c.HasControllerManager() {
 		return nil
 	}
-	for {
-		_, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("labkit: namespace %s: no kube-root-ca.crt after 30s (is the controller-manager running?): %w", ns, err)
-		}
-		time.Sleep(20 * time.Millisecond) // the poll interval
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, last = c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("labkit: namespace %s: no kube-root-ca.crt after 30s (is the controller-manager running?): %v", ns, last)
 	}
+	return nil
 }
 
 func deleteNamespace(c *Cluster, ns string) {
