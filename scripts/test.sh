@@ -62,7 +62,8 @@ for m in $modules; do
           go test -run '^$' -fuzz "^$f\$" -fuzztime "$fuzztime" "$pkg" || exit 1
         done
         if grep -qs '^func Benchmark' "$dir"/*_test.go; then
-          go test -run '^$' -bench . -benchtime 1x "$pkg" >/dev/null || { echo "benchmarks of $pkg failed"; exit 1; }
+          out=$(go test -run '^$' -bench . -benchtime 1x "$pkg" 2>&1) || { echo "$out"; echo "benchmarks of $pkg failed"; exit 1; }
+          echo "benchmarks of $pkg ran once"
         fi
       done
   ) >"$log" 2>&1
