@@ -59,6 +59,15 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 	if !detached {
 		go exitWhenOrphaned()
 	}
+	// One supervisor per directory: a second one (two `up`s at once) would
+	// wipe the first one's data and credentials under it. The lock is
+	// released by the kernel when this process exits, however it exits.
+	lock, err := lockDir(dir)
+	if err != nil {
+		report("error %v", err)
+		return 1
+	}
+	defer lock.Close()
 	sv, err := newSupervisor(dir, components)
 	if err != nil {
 		report("error %v", err)
@@ -423,4 +432,17 @@ func ask(s *State, line string, timeout time.Duration) (string, error) {
 		return "", errors.New(msg)
 	}
 	return strings.TrimPrefix(reply, "ok "), nil
+}
+
+// lockDir takes an exclusive, non-blocking flock on DIR/lock.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another labcluster supervisor is running in %s (stop it with labcluster down --dir %s)", dir, dir)
+	}
+	return f, nil
 }

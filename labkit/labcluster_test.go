@@ -273,3 +273,25 @@ func isZombie(pid int) bool {
 	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	return len(fields) > 0 && fields[0] == "Z"
 }
+
+// TestOneSupervisorPerDir: a second supervisor in the same directory (two
+// `up`s at once) must refuse, not wipe the running cluster's files.
+func TestOneSupervisorPerDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	dir := t.TempDir()
+	c, err := StartEmbedded(dir, "etcd", "apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	_, err = StartEmbedded(dir, "etcd", "apiserver")
+	if err == nil || !strings.Contains(err.Error(), "another labcluster supervisor is running in "+dir) {
+		t.Fatalf("second supervisor: got %v, want a refusal", err)
+	}
+	// The first cluster is untouched: its kubeconfig still works.
+	if _, err := Connect(filepath.Join(dir, "kubeconfig")); err != nil {
+		t.Fatalf("the first cluster broke: %v", err)
+	}
+}
