@@ -224,16 +224,61 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// watch is one background watch of kwatch.
-type watch struct {
+// RawWatch is a watch running in the background whose body is copied, byte
+// for byte, into a file: the raw stream, for transcript or chunks to read.
+// kwatch uses it; a lab that watches another server (lab 03's own) can too.
+type RawWatch struct {
 	cancel context.CancelFunc
-	done   chan struct{} // closed once the body is copied to the file
-	err    error
+	done   chan struct{} // closed once the body is copied and the file closed
+	err    error         // the copy's error; read only after done is closed
 }
 
-func (w *watch) stop() {
+// StartRawWatch GETs url with client (a watch URL: ...?watch=1&...) and copies
+// the body to file until Stop. A refused watch (not 200) is an error that
+// carries the server's Status body.
+func StartRawWatch(client *http.Client, url, file string) (*RawWatch, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		resp.Body.Close()
+		cancel()
+		return nil, err
+	}
+	w := &RawWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer out.Close()
+		defer resp.Body.Close()
+		_, w.err = io.Copy(out, resp.Body)
+	}()
+	return w, nil
+}
+
+// Stop ends the watch and waits until the file holds everything received.
+// Ending it ourselves cancels the request, so context.Canceled is no error.
+func (w *RawWatch) Stop() error {
 	w.cancel()
 	<-w.done
+	if errors.Is(w.err, context.Canceled) {
+		return nil
+	}
+	return w.err
 }
 
 // kwatch NAME RESOURCE [QUERY] / kwatch -stop NAME: a raw watch in the
@@ -246,10 +291,9 @@ func cmdWatch(ts *testscript.TestScript, neg bool, args []string) {
 		if !ok {
 			ts.Fatalf("kwatch: no watch named %q", args[1])
 		}
-		w.stop()
 		delete(s.watches, args[1])
-		if w.err != nil && !errors.Is(w.err, context.Canceled) {
-			ts.Fatalf("kwatch %s: %v", args[1], w.err)
+		if err := w.Stop(); err != nil {
+			ts.Fatalf("kwatch %s: %v", args[1], err)
 		}
 		return
 	}
@@ -265,32 +309,12 @@ func cmdWatch(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 3 {
 		query += "&" + args[2]
 	}
-	url := s.cluster.Server + collectionPath(gvr, s.ns) + "?" + query
 	client, err := rest.HTTPClientFor(s.cluster.Config)
 	ts.Check(err)
-	out, err := os.Create(ts.MkAbs(name + ".json"))
-	ts.Check(err)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	ts.Check(err)
-	resp, err := client.Do(req)
+	w, err := StartRawWatch(client, s.cluster.Server+collectionPath(gvr, s.ns)+"?"+query, ts.MkAbs(name+".json"))
 	if err != nil {
-		cancel()
 		ts.Fatalf("kwatch %s: %v", name, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		ts.Fatalf("kwatch %s: HTTP %d: %s", name, resp.StatusCode, bytes.TrimSpace(body))
-	}
-	w := &watch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer out.Close()
-		defer resp.Body.Close()
-		_, w.err = io.Copy(out, resp.Body)
-	}()
 	s.watches[name] = w
 }
 

@@ -115,7 +115,7 @@ type scriptKey struct{}
 type script struct {
 	cluster *Cluster
 	ns      string
-	watches map[string]*watch
+	watches map[string]*RawWatch
 	private *Cluster // the cluster of `privatecluster`, stopped at the end
 }
 
@@ -144,13 +144,13 @@ func Setup(env *testscript.Env) error {
 	rand.Read(suffix)
 	ns := name + "-" + hex.EncodeToString(suffix)
 
-	s := &script{cluster: current, ns: ns, watches: map[string]*watch{}}
+	s := &script{cluster: current, ns: ns, watches: map[string]*RawWatch{}}
 	if err := createNamespace(current, ns); err != nil {
 		return err
 	}
 	env.Defer(func() {
 		for _, w := range s.watches {
-			w.stop()
+			w.Stop()
 		}
 		// A private cluster is thrown away whole. Deleting the namespace is
 		// asynchronous: the namespace controller empties it later.

@@ -20,11 +20,8 @@ package lab_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,7 +62,7 @@ func TestScripts(t *testing.T) {
 type scriptState struct {
 	lab     *watchserver.Instance
 	bg      map[string]*background
-	watches map[string]*background
+	watches map[string]*labkit.RawWatch
 }
 
 type background struct {
@@ -90,14 +87,14 @@ func stateOf(ts *testscript.TestScript) *scriptState {
 	defer statesMu.Unlock()
 	s, ok := states[ts]
 	if !ok {
-		s = &scriptState{bg: map[string]*background{}, watches: map[string]*background{}}
+		s = &scriptState{bg: map[string]*background{}, watches: map[string]*labkit.RawWatch{}}
 		states[ts] = s
 		ts.Defer(func() {
 			for _, b := range s.bg {
 				b.stop()
 			}
 			for _, w := range s.watches {
-				w.stop()
+				w.Stop()
 			}
 			if s.lab != nil {
 				s.lab.Close()
@@ -225,7 +222,7 @@ func cmdTwatch(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("twatch -stop: no watch %q", args[1])
 		}
 		delete(s.watches, args[1])
-		if err := w.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		if err := w.Stop(); err != nil {
 			ts.Fatalf("twatch %s: %v", args[1], err)
 		}
 		return
@@ -238,29 +235,10 @@ func cmdTwatch(ts *testscript.TestScript, neg bool, args []string) {
 	client, err := rest.HTTPClientFor(cfg)
 	ts.Check(err)
 	url := fmt.Sprintf("%s/api/v1/namespaces/%s/configmaps?watch=1&%s", ts.Getenv("APISERVER"), ts.Getenv("NS"), args[1])
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	ts.Check(err)
-	resp, err := client.Do(req)
+	w, err := labkit.StartRawWatch(client, url, ts.MkAbs(args[0]+".json"))
 	if err != nil {
-		cancel()
 		ts.Fatalf("twatch %s: %v", args[0], err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		ts.Fatalf("twatch %s: HTTP %d: %s", args[0], resp.StatusCode, body)
-	}
-	out, err := os.Create(ts.MkAbs(args[0] + ".json"))
-	ts.Check(err)
-	w := &background{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer out.Close()
-		defer resp.Body.Close()
-		_, w.err = io.Copy(out, resp.Body)
-	}()
 	s.watches[args[0]] = w
 }
 
