@@ -64,7 +64,7 @@ func runEtcd(args []string) int {
 		fmt.Fprintln(os.Stderr, "etcd: not ready after 30s")
 		return 1
 	}
-	sig := make(chan os.Signal, 1)
+	sig := make(chan os.Signal, 1) // signal.Notify drops signals on a full channel
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-sig:

@@ -98,6 +98,10 @@ func (n *simNode) run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 		}))
 	pods := factory.Core().V1().Pods().Informer()
+	// The informer's handlers only enqueue; the run loop below does every API
+	// call, so pods are synced one at a time and lease renewals share the loop.
+	// The buffer absorbs a burst (a Deployment scaled up); when it is full the
+	// handler waits, which only delays the informer, never loses a pod.
 	queue := make(chan *corev1.Pod, 1024)
 	enqueue := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok {

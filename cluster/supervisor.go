@@ -92,9 +92,11 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 	}
 	report("ready %s", sv.state.APIServerURL())
 
+	// Socket requests and signals reach serve as channel messages, so only
+	// serve's goroutine ever starts or stops a child.
 	requests := make(chan request)
 	go acceptRequests(sock, requests)
-	signals := make(chan os.Signal, 1)
+	signals := make(chan os.Signal, 1) // signal.Notify drops signals on a full channel
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	sv.serve(requests, signals)
 	sock.Close()
@@ -405,7 +407,7 @@ func acceptRequests(sock net.Listener, requests chan<- request) {
 			conn.Close()
 			continue
 		}
-		reply := make(chan string, 1)
+		reply := make(chan string, 1) // serve never blocks handing back a reply
 		requests <- request{line: strings.TrimSpace(line), reply: reply}
 		fmt.Fprintln(conn, <-reply)
 		conn.Close()
