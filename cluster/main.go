@@ -1,4 +1,4 @@
-// Command labcluster runs a real Kubernetes v1.36.3 control plane on
+// Command labcluster runs a real Kubernetes v1.36.4 control plane on
 // 127.0.0.1, built from Go modules: embedded etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and a simulated node, each a child
 // process of one supervisor. It also carries kubectl.
@@ -8,7 +8,7 @@
 //	labcluster status [--dir DIR]                    what runs, on which ports
 //	labcluster restart apiserver [--dir DIR]         restart the apiserver (same port, same etcd)
 //	labcluster etcd compact [--dir DIR]              compact etcd to its current revision
-//	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.3)
+//	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.4)
 //
 // DIR defaults to $LABCLUSTER_DIR, else .cluster at the root of the go.work
 // workspace around the current directory.
@@ -214,7 +214,7 @@ func up(dir string, comps []string) error {
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	line = strings.TrimSpace(line)
 	if url, ok := strings.CutPrefix(line, "ready "); ok {
-		fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes v1.36.3)\n", time.Since(start).Seconds(), url)
+		fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes v1.36.4)\n", time.Since(start).Seconds(), url)
 		return nil
 	}
 	if msg, ok := strings.CutPrefix(line, "error "); ok {

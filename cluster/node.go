@@ -7,7 +7,7 @@ package main
 // behave as on kind. A pod being deleted is removed at once, as a kubelet does
 // after its containers stop.
 //
-// Upstream counterpart: k8s.io/kubernetes@v1.36.3/pkg/kubelet (nodestatus,
+// Upstream counterpart: k8s.io/kubernetes@v1.36.4/pkg/kubelet (nodestatus,
 // nodelease, status manager). Left out: containers, probes, volumes, images,
 // resource accounting, pod phases other than Running (a Job's pods never
 // complete here), eviction.
@@ -176,7 +176,7 @@ func (n *simNode) register(ctx context.Context) (*corev1.Node, error) {
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
 		},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion:          "v1.36.3",
+			KubeletVersion:          "v1.36.4",
 			ContainerRuntimeVersion: "labcluster://simulated",
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",

@@ -369,7 +369,7 @@ func cmdChunks(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // labcluster ARGS...: the labcluster binary, against this script's cluster;
-// `labcluster kubectl ...` is the real kubectl v1.36.3.
+// `labcluster kubectl ...` is the real kubectl v1.36.4.
 func cmdLabcluster(ts *testscript.TestScript, neg bool, args []string) {
 	s := stateOf(ts)
 	// kubectl works on any cluster; the other subcommands need a labcluster.

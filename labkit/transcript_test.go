@@ -7,7 +7,7 @@ import (
 )
 
 // The streams in testdata/streams were recorded with curl from a labcluster
-// (Kubernetes v1.36.3): see testdata/streams/README.md.
+// (Kubernetes v1.36.4): see testdata/streams/README.md.
 
 func transcriptOf(t *testing.T, fields []string, files ...string) string {
 	t.Helper()

@@ -12,17 +12,20 @@ command -v go >/dev/null || { echo "build-labcluster: Go is not installed; insta
 # The binary is current when the hash of everything that goes into it matches
 # the one recorded at its last build: its Go files, go.mod/go.sum, this script
 # (the version stamp below) and the Go version.
-sources=$( { cd "$root" && find cluster -name '*.go' -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh; go version; } | sha256sum | cut -d' ' -f1)
+sources=$( { cd "$root" && find cluster -name '*.go' -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh versions.env; go version; } | sha256sum | cut -d' ' -f1)
 if [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$sources" ]]; then
   exit 0
 fi
 
 # kubectl version, /version and the components read these; without them the
 # server would call itself v0.0.0-master and refuse its own compatibility version.
-version=v1.36.3
+# shellcheck source=../versions.env
+source "$root/versions.env"
+version=$KUBERNETES_VERSION
+minor=${version#v1.}; minor=${minor%%.*}
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=36"
+  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=2026-07-22T00:00:00Z"
 done
 

@@ -9,6 +9,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-${LAB_CLUSTER:-embedded}}
 kubeconfig="$root/.cluster/kubeconfig"
 mkdir -p "$root/.cluster"
+# shellcheck source=../versions.env
+source "$root/versions.env"
 
 case "$mode" in
 embedded)
@@ -31,10 +33,10 @@ kind)
   fi
   kind="$root/.cluster/bin/kind"
   if [[ ! -x "$kind" ]]; then
-    echo "cluster-up: installing kind (sigs.k8s.io/kind@v0.33.0) into .cluster/bin"
-    GOBIN="$root/.cluster/bin" GOWORK=off go install sigs.k8s.io/kind@v0.33.0
+    echo "cluster-up: installing kind (sigs.k8s.io/kind@$KIND_VERSION) into .cluster/bin"
+    GOBIN="$root/.cluster/bin" GOWORK=off go install "sigs.k8s.io/kind@$KIND_VERSION"
   fi
-  "$kind" create cluster --name listwatch-labs --image kindest/node:v1.36.3 \
+  "$kind" create cluster --name listwatch-labs --image "$KIND_NODE_IMAGE" \
     --config "$root/testdata/kind-config.yaml" --kubeconfig "$kubeconfig" --wait 120s
   chmod 600 "$kubeconfig"
   touch "$root/.cluster/kind"

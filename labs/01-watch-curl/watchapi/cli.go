@@ -1,6 +1,6 @@
 // The watch command (cmd/watch): curl's watch in Go, one line per event.
 //
-// Upstream twin: `kubectl get --watch` (k8s.io/kubectl@v0.36.3/pkg/cmd/get/get.go,
+// Upstream twin: `kubectl get --watch` (k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go,
 // GetOptions.watch), which goes through client-go's typed decoding and prints
 // table rows. Left out: all of that; we print the event type, kind, name and
 // resourceVersion straight from the JSON frame.

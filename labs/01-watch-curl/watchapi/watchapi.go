@@ -1,12 +1,12 @@
 // Package watchapi reads a Kubernetes watch stream with nothing but net/http
 // and encoding/json: the same bytes curl shows, decoded one event at a time.
 //
-// Upstream counterparts, at Kubernetes v1.36.3:
-//   - k8s.io/apimachinery@v0.36.3/pkg/apis/meta/v1/watch.go, type WatchEvent:
+// Upstream counterparts, at Kubernetes v1.36.4:
+//   - k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/watch.go, type WatchEvent:
 //     the wire form of one event, {"type": ..., "object": ...}.
-//   - k8s.io/client-go@v0.36.3/rest/watch/decoder.go, Decoder.Decode: turns
+//   - k8s.io/client-go@v0.36.4/rest/watch/decoder.go, Decoder.Decode: turns
 //     frames into watch.Events, and an ERROR frame's Status into an error.
-//   - k8s.io/apimachinery@v0.36.3/pkg/util/framer/framer.go, NewJSONFramedReader:
+//   - k8s.io/apimachinery@v0.36.4/pkg/util/framer/framer.go, NewJSONFramedReader:
 //     splits the body into JSON values.
 //
 // Left out: protobuf and CBOR (client-go asks for them with Accept headers;

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// A stream recorded from a v1.36.3 apiserver with curl (trimmed objects).
+// A stream recorded from a v1.36.4 apiserver with curl (trimmed objects).
 const recorded = `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-a","namespace":"lab","resourceVersion":"287"},"data":{"color":"blue"}}}
 {"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-a","namespace":"lab","resourceVersion":"288"},"data":{"color":"green"}}}
 {"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"290","annotations":{"k8s.io/initial-events-end":"true"}}}}

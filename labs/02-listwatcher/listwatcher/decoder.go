@@ -1,5 +1,5 @@
-// Upstream: k8s.io/client-go@v0.36.3/rest/watch/decoder.go (Decoder.Decode),
-// fed by k8s.io/apimachinery@v0.36.3/pkg/util/framer/framer.go
+// Upstream: k8s.io/client-go@v0.36.4/rest/watch/decoder.go (Decoder.Decode),
+// fed by k8s.io/apimachinery@v0.36.4/pkg/util/framer/framer.go
 // (NewJSONFramedReader) and pkg/runtime/serializer/streaming/streaming.go
 // (decoder.Decode, which caps a frame at 16 MiB by default).
 //

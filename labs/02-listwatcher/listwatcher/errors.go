@@ -1,5 +1,5 @@
-// Upstream: k8s.io/client-go@v0.36.3/rest/request.go (Request.transformResponse,
-// newUnstructuredResponseError) and k8s.io/apimachinery@v0.36.3/pkg/api/errors
+// Upstream: k8s.io/client-go@v0.36.4/rest/request.go (Request.transformResponse,
+// newUnstructuredResponseError) and k8s.io/apimachinery@v0.36.4/pkg/api/errors
 // (FromObject, StatusError, IsResourceExpired, IsGone).
 //
 // We reuse apimachinery's StatusError type instead of defining our own so

@@ -1,7 +1,7 @@
-// Upstream: k8s.io/client-go@v0.36.3/tools/cache/listwatch.go (ListWatch,
+// Upstream: k8s.io/client-go@v0.36.4/tools/cache/listwatch.go (ListWatch,
 // NewFilteredListWatchFromClient) and rest/request.go (Request.Do,
 // Request.Watch, Request.URL), with the query parameters of
-// k8s.io/apimachinery@v0.36.3/pkg/apis/meta/v1/types.go (ListOptions).
+// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go (ListOptions).
 //
 // Left out: protobuf and CBOR (we always ask for JSON), client-side rate
 // limiting and request retries (the ListAndWatch loop in loop.go is where we
@@ -242,7 +242,7 @@ func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 // Limit is 0), following continue tokens, and returns one list holding every
 // item. All pages are served at the resourceVersion of the first page: the
 // continue token carries it, so a paginated list is as consistent as a single
-// one. Upstream: k8s.io/client-go@v0.36.3/tools/pager/pager.go (ListPager).
+// one. Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go (ListPager).
 func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	first, err := lw.ListWithContext(ctx, opts)
 	if err != nil {

@@ -1,6 +1,6 @@
-// Upstream: k8s.io/client-go@v0.36.3/tools/cache/reflector.go
+// Upstream: k8s.io/client-go@v0.36.4/tools/cache/reflector.go
 // (Reflector.RunWithContext, ListAndWatchWithContext, list, watchList,
-// watchWithResync, handleWatch) and k8s.io/apimachinery@v0.36.3/pkg/util/wait
+// watchWithResync, handleWatch) and k8s.io/apimachinery@v0.36.4/pkg/util/wait
 // (the jittered exponential backoff).
 //
 // Left out: the store (we report each step to a callback; lab 05 puts the

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apimachinery@v0.36.3/pkg/watch/streamwatcher.go
+// Upstream: k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go
 // (StreamWatcher, its receive loop and Stop).
 //
 // Left out: the Reporter interface (our stream errors always become a 500

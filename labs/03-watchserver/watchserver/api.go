@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/get.go
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go
 // (ListResource: one handler for LIST and WATCH; handleWatch: timeout, then
 // rest.Watcher.Watch, then serveWatchHandler), create.go, update.go, patch.go,
 // delete.go, and pkg/endpoints/installer.go, which registers those handlers on

@@ -1,6 +1,6 @@
-// Upstream: k8s.io/kubernetes@v1.36.3/cmd/kube-apiserver/app/server.go
+// Upstream: k8s.io/kubernetes@v1.36.4/cmd/kube-apiserver/app/server.go
 // (NewAPIServerCommand: flags, then run until a signal asks to stop) and
-// k8s.io/apiserver@v0.36.3/pkg/server/signal.go (SetupSignalHandler). A
+// k8s.io/apiserver@v0.36.4/pkg/server/signal.go (SetupSignalHandler). A
 // handful of flags instead of hundreds; one SIGINT or SIGTERM shuts down
 // cleanly (a second one does not force an exit, as upstream's does).
 

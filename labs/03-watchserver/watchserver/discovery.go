@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/discovery (legacy.go:
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/discovery (legacy.go:
 // /api; group.go, root.go: /apis; version.go: /api/v1) and
 // pkg/endpoints/discovery/aggregated (the v2 document kubectl asks for first).
 //
@@ -80,7 +80,7 @@ func (s *Server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
 	}
 	writeJSON(w, req, http.StatusOK, map[string]any{
 		"openapi": "3.0.0",
-		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.36.3"},
+		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.36.4"},
 		"paths":   map[string]any{"/api/v1/namespaces/{namespace}/configmaps/{name}": map[string]any{"patch": patch}},
 	})
 }
@@ -89,7 +89,7 @@ func (s *Server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
 // reproduce, so `kubectl version` shows no skew warning.
 func (s *Server) version(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, req, http.StatusOK, &version.Info{
-		Major: "1", Minor: "36", GitVersion: "v1.36.3", GitTreeState: "clean",
+		Major: "1", Minor: "36", GitVersion: "v1.36.4", GitTreeState: "clean",
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	})

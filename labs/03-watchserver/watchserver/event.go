@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/storage/cacher/caching_object.go
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go
 // (cachingObject: an object that remembers its serialization per encoder) and
 // pkg/endpoints/handlers/watch.go + watch_encoder.go (newWatchEncoder, which
 // writes {"type":..,"object":..} through a Framer).

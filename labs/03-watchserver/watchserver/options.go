@@ -1,5 +1,5 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/get.go (listOpts),
-// k8s.io/apimachinery@v0.36.3/pkg/apis/meta/internalversion/defaults.go
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go (listOpts),
+// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go
 // (SetListOptionsDefaults) and .../internalversion/validation/validation.go
 // (ValidateListOptions, validateWatchOptions).
 //

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/server/secure_serving.go (TLS and
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/server/secure_serving.go (TLS and
 // HTTP/2 for every apiserver), pkg/server/genericapiserver.go (the shutdown
 // sequence: stop accepting, end watches, drain) and
 // pkg/server/filters/watch_termination.go. The self-signed CA stands in for

@@ -1,4 +1,4 @@
-// Upstream: this file stands in for etcd plus k8s.io/apiserver@v0.36.3
+// Upstream: this file stands in for etcd plus k8s.io/apiserver@v0.36.4
 // pkg/storage/cacher: watch_cache.go (watchCache: the current objects and a
 // ring buffer of recent events; getAllEventsSinceLocked answers "what happened
 // after RV N", or "too old resource version") and cacher.go (dispatchEvents:

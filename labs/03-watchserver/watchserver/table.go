@@ -1,6 +1,6 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/response.go
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go
 // (asTable, watchEmbeddedEncoder: headers only on the first event) and
-// k8s.io/kubernetes@v1.36.3/pkg/printers/internalversion/printers.go
+// k8s.io/kubernetes@v1.36.4/pkg/printers/internalversion/printers.go
 // (printConfigMap: the Name, Data, Age columns).
 //
 // kubectl get asks for a Table (Accept: application/json;as=Table;g=meta.k8s.io;v=v1)

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.3/pkg/endpoints/handlers/watch.go
+// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go
 // (WatchServer, HandleHTTP, HandleWS, realTimeoutFactory) and serveWatchHandler,
 // which picks HandleWS for a websocket upgrade and HandleHTTP otherwise.
 //
