@@ -13,16 +13,29 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// Transcript accumulates transcript lines. Object resourceVersions are
-// labelled rv1, rv2 ... in order of first appearance; collection
-// resourceVersions (of a List, a BOOKMARK, numbers in a Status message) are
-// shown as ">=rvN", relative to the newest object resourceVersion at or below
-// them, because writes elsewhere in the cluster move them.
+// Transcript accumulates transcript lines and renders them with stable
+// resourceVersion labels.
+//
+// The labelling rule: the object resourceVersions (of ADDED, MODIFIED,
+// DELETED events and List items) that appear anywhere in the transcript are
+// ranked numerically, and the k-th smallest is shown as rvk. So rv1 < rv2
+// exactly when the real values compare so, wherever each first appeared: a
+// LIST at a newer resourceVersion can never show an older object with a
+// bigger label. A collection resourceVersion (of a List, a BOOKMARK, a number
+// in a Status message) is not an object's: it is shown as ">=rvN", where rvN
+// is the biggest object resourceVersion of the transcript at or below it
+// (">=rv0" when there is none), because writes elsewhere in the cluster move
+// it and only its order against the objects is stable.
+//
+// Labels depend on every resourceVersion in the transcript, so they are
+// assigned when the transcript is rendered (String, Lines), not when a frame
+// is added: adding a frame can change the labels of earlier lines.
 type Transcript struct {
 	// SquashBookmarks drops a BOOKMARK that directly follows another BOOKMARK
 	// with the same (relative) resourceVersion: it tells nothing new. The
@@ -30,29 +43,112 @@ type Transcript struct {
 	// buckets are a second wide), and writes elsewhere in the cluster may add
 	// one, so a golden file cannot count them.
 	SquashBookmarks bool
-	lastBookmarkRV  string // the RV of the line just added, if it was a BOOKMARK
 
-	fields []string
-	labels map[uint64]int // object resourceVersion -> its label number
-	lines  []string
+	fields    []string
+	objectRVs map[uint64]bool // every object resourceVersion seen
+	lines     []line
 }
+
+// line is one transcript line before rendering: text in which resourceVersions
+// stand as placeholders (see ObjectRV and CollectionRV).
+type line struct {
+	text     string
+	bookmark string // for a BOOKMARK line, the placeholder of its resourceVersion
+}
+
+// Placeholders: a resourceVersion inside a line's text until it is rendered.
+// The brackets are printable, so they survive strconv.Quote (Status messages
+// are quoted), and no Kubernetes field the transcripts show contains them.
+const (
+	placeObject     = "⟦o"
+	placeCollection = "⟦c"
+	placeEnd        = "⟧"
+)
+
+var placeholder = regexp.MustCompile(`⟦([oc])([^⟧]*)⟧`)
 
 // NewTranscript returns an empty transcript that shows the given fields
 // (dotted paths such as "data.color") of each object.
 func NewTranscript(fields ...string) *Transcript {
-	return &Transcript{fields: fields, labels: map[uint64]int{}}
+	return &Transcript{fields: fields, objectRVs: map[uint64]bool{}}
 }
 
 // String returns the transcript, one line per event, each ending in "\n".
 func (t *Transcript) String() string {
-	if len(t.lines) == 0 {
+	lines := t.Lines()
+	if len(lines) == 0 {
 		return ""
 	}
-	return strings.Join(t.lines, "\n") + "\n"
+	return strings.Join(lines, "\n") + "\n"
 }
 
-// Lines returns the transcript lines.
-func (t *Transcript) Lines() []string { return append([]string(nil), t.lines...) }
+// Lines returns the rendered transcript lines.
+func (t *Transcript) Lines() []string {
+	ranked := make([]uint64, 0, len(t.objectRVs))
+	for rv := range t.objectRVs {
+		ranked = append(ranked, rv)
+	}
+	slices.Sort(ranked)
+	renderRV := func(m string) string {
+		sub := placeholder.FindStringSubmatch(m)
+		kind, rv := sub[1], sub[2]
+		n, err := strconv.ParseUint(rv, 10, 64)
+		switch {
+		case rv == "":
+			return "rv?"
+		case err != nil:
+			return "rv(" + rv + ")" // not a number: show it as it is
+		case kind == "o":
+			i, _ := slices.BinarySearch(ranked, n)
+			return "rv" + strconv.Itoa(i+1)
+		default:
+			// The number of object resourceVersions <= n is the label of
+			// the biggest of them.
+			i, found := slices.BinarySearch(ranked, n)
+			if found {
+				i++
+			}
+			return ">=rv" + strconv.Itoa(i)
+		}
+	}
+	var out []string
+	lastBookmark := "" // rendered RV of the previous line, if it was a BOOKMARK
+	for _, l := range t.lines {
+		if l.bookmark != "" {
+			rv := placeholder.ReplaceAllStringFunc(l.bookmark, renderRV)
+			if t.SquashBookmarks && rv == lastBookmark {
+				continue
+			}
+			lastBookmark = rv
+		} else {
+			lastBookmark = ""
+		}
+		out = append(out, placeholder.ReplaceAllStringFunc(l.text, renderRV))
+	}
+	return out
+}
+
+// ObjectRV returns the placeholder of an object's resourceVersion, to use in
+// a line given to Note: it renders as rvN.
+func (t *Transcript) ObjectRV(rv string) string {
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		t.objectRVs[n] = true
+	}
+	return placeObject + rv + placeEnd
+}
+
+// CollectionRV returns the placeholder of a collection's resourceVersion (a
+// List's, a BOOKMARK's), to use in a line given to Note: it renders as >=rvN.
+func (t *Transcript) CollectionRV(rv string) string {
+	return placeCollection + rv + placeEnd
+}
+
+// Note adds a line of the caller's own (a lab's step lines between events).
+// Placeholders from ObjectRV and CollectionRV in it are rendered like the
+// events' resourceVersions.
+func (t *Transcript) Note(text string) {
+	t.lines = append(t.lines, line{text: text})
+}
 
 // AddStream adds every JSON value in r: watch event lines, a List, a Status,
 // pretty-printed or not. A value cut off at the end is an error.
@@ -99,22 +195,22 @@ func (t *Transcript) add(frame map[string]any) error {
 	kind, _ := frame["kind"].(string)
 	switch {
 	case kind == "Status":
-		t.lines = append(t.lines, "STATUS "+t.status(frame))
+		t.Note("STATUS " + t.status(frame))
 	case strings.HasSuffix(kind, "List"):
 		items, _ := frame["items"].([]any)
-		// Label the items first: the List's own resourceVersion is shown
-		// relative to them.
 		var itemLines []string
 		for _, it := range items {
 			obj, _ := it.(map[string]any)
 			itemLines = append(itemLines, "ITEM "+t.object(strings.TrimSuffix(kind, "List"), obj))
 		}
-		line := fmt.Sprintf("LIST %s %s items=%d", kind, t.collectionRV(str(frame, "metadata", "resourceVersion")), len(items))
+		list := fmt.Sprintf("LIST %s %s items=%d", kind, t.CollectionRV(str(frame, "metadata", "resourceVersion")), len(items))
 		if cont := str(frame, "metadata", "continue"); cont != "" {
-			line += " continue=yes"
+			list += " continue=yes"
 		}
-		t.lines = append(t.lines, line)
-		t.lines = append(t.lines, itemLines...)
+		t.Note(list)
+		for _, l := range itemLines {
+			t.Note(l)
+		}
 	default:
 		return fmt.Errorf("not a watch event, List or Status (kind %q)", kind)
 	}
@@ -123,18 +219,12 @@ func (t *Transcript) add(frame map[string]any) error {
 
 func (t *Transcript) addEvent(typ string, obj map[string]any) error {
 	kind, _ := obj["kind"].(string)
-	if typ != "BOOKMARK" {
-		t.lastBookmarkRV = "" // any other event ends a run of bookmarks
-	}
 	switch typ {
 	case "ADDED", "MODIFIED", "DELETED":
-		t.lines = append(t.lines, typ+" "+t.object(kind, obj))
+		t.Note(typ + " " + t.object(kind, obj))
 	case "BOOKMARK":
-		rv := t.collectionRV(str(obj, "metadata", "resourceVersion"))
-		if t.SquashBookmarks && rv == t.lastBookmarkRV {
-			return nil
-		}
-		line := fmt.Sprintf("BOOKMARK %s %s", kind, rv)
+		rv := t.CollectionRV(str(obj, "metadata", "resourceVersion"))
+		text := fmt.Sprintf("BOOKMARK %s %s", kind, rv)
 		if ann, ok := get(obj, "metadata", "annotations").(map[string]any); ok {
 			keys := make([]string, 0, len(ann))
 			for k := range ann {
@@ -142,14 +232,13 @@ func (t *Transcript) addEvent(typ string, obj map[string]any) error {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				line += fmt.Sprintf(" %s=%v", k, ann[k])
+				text += fmt.Sprintf(" %s=%v", k, ann[k])
 			}
 		}
-		t.lines = append(t.lines, line)
-		t.lastBookmarkRV = rv
+		t.lines = append(t.lines, line{text: text, bookmark: rv})
 		return nil
 	case "ERROR":
-		t.lines = append(t.lines, "ERROR "+kind+" "+t.status(obj))
+		t.Note("ERROR " + kind + " " + t.status(obj))
 	default:
 		return fmt.Errorf("unknown watch event type %q", typ)
 	}
@@ -159,7 +248,7 @@ func (t *Transcript) addEvent(typ string, obj map[string]any) error {
 // object renders "Kind name rvN field=value...".
 func (t *Transcript) object(kind string, obj map[string]any) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %s", kind, str(obj, "metadata", "name"), t.objectRV(str(obj, "metadata", "resourceVersion")))
+	fmt.Fprintf(&b, "%s %s %s", kind, str(obj, "metadata", "name"), t.ObjectRV(str(obj, "metadata", "resourceVersion")))
 	for _, f := range t.fields {
 		v := get(obj, strings.Split(f, ".")...)
 		if v == nil {
@@ -186,45 +275,12 @@ var rvInMessage = regexp.MustCompile(`(resource ?version:? )(\d+)( \((\d+)\))?`)
 func (t *Transcript) message(msg string) string {
 	return rvInMessage.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := rvInMessage.FindStringSubmatch(m)
-		out := sub[1] + t.collectionRV(sub[2])
+		out := sub[1] + t.CollectionRV(sub[2])
 		if sub[4] != "" {
-			out += " (" + t.collectionRV(sub[4]) + ")"
+			out += " (" + t.CollectionRV(sub[4]) + ")"
 		}
 		return out
 	})
-}
-
-func (t *Transcript) objectRV(rv string) string {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		if rv == "" {
-			return "rv?"
-		}
-		return "rv(" + rv + ")" // not a number: show it as it is
-	}
-	label, ok := t.labels[n]
-	if !ok {
-		label = len(t.labels) + 1
-		t.labels[n] = label
-	}
-	return "rv" + strconv.Itoa(label)
-}
-
-func (t *Transcript) collectionRV(rv string) string {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		if rv == "" {
-			return "rv?"
-		}
-		return "rv(" + rv + ")"
-	}
-	best, label := uint64(0), 0
-	for v, l := range t.labels {
-		if v <= n && v >= best {
-			best, label = v, l
-		}
-	}
-	return ">=rv" + strconv.Itoa(label)
 }
 
 func get(m map[string]any, path ...string) any {

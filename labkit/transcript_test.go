@@ -1,7 +1,11 @@
 package labkit
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,16 +45,19 @@ func TestTranscriptListThenWatchShareNumbering(t *testing.T) {
 	// The List was taken after the watch above: its items carry the same
 	// resourceVersions as the ADDED events, so they get the same labels, and
 	// the List's own resourceVersion is at or after the newest of them.
+	// kube-root-ca.crt was made before the watch began, so although it is
+	// seen last, its label is the smallest: labels follow resourceVersion
+	// order, not the order of appearance.
 	got := transcriptOf(t, nil, "create-patch-delete.json", "list.json")
-	want := `ADDED ConfigMap cm-a rv1
-MODIFIED ConfigMap cm-a rv2
-DELETED ConfigMap cm-a rv3
-ADDED ConfigMap cm-b rv4
-ADDED ConfigMap cm-c rv5
-LIST ConfigMapList >=rv5 items=3
-ITEM ConfigMap cm-b rv4
-ITEM ConfigMap cm-c rv5
-ITEM ConfigMap kube-root-ca.crt rv6
+	want := `ADDED ConfigMap cm-a rv2
+MODIFIED ConfigMap cm-a rv3
+DELETED ConfigMap cm-a rv4
+ADDED ConfigMap cm-b rv5
+ADDED ConfigMap cm-c rv6
+LIST ConfigMapList >=rv6 items=3
+ITEM ConfigMap cm-b rv5
+ITEM ConfigMap cm-c rv6
+ITEM ConfigMap kube-root-ca.crt rv1
 `
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
@@ -59,10 +66,12 @@ ITEM ConfigMap kube-root-ca.crt rv6
 
 func TestTranscriptInitialEventsBookmark(t *testing.T) {
 	got := transcriptOf(t, nil, "initial-events.json")
-	want := `ADDED ConfigMap cm-b rv1
-ADDED ConfigMap cm-c rv2
-ADDED ConfigMap kube-root-ca.crt rv3
-BOOKMARK ConfigMap >=rv2 k8s.io/initial-events-end=true
+	// The initial events come in key order (namespace/name), not in
+	// resourceVersion order; the bookmark is at or after all of them.
+	want := `ADDED ConfigMap cm-b rv2
+ADDED ConfigMap cm-c rv3
+ADDED ConfigMap kube-root-ca.crt rv1
+BOOKMARK ConfigMap >=rv3 k8s.io/initial-events-end=true
 `
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
@@ -92,9 +101,11 @@ func TestTranscriptCollectionRVIsRelative(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// 150 is at or above both object resourceVersions (100 and 120), so the
+	// second BOOKMARK is >=rv2 although it came before the MODIFIED event.
 	want := `ADDED ConfigMap a rv1
 BOOKMARK ConfigMap >=rv1
-BOOKMARK ConfigMap >=rv1
+BOOKMARK ConfigMap >=rv2
 MODIFIED ConfigMap a rv2
 ERROR Status Failure 410 Expired "too old resource version: >=rv1 (>=rv2)"
 `
@@ -177,6 +188,67 @@ func TestTranscriptSquashBookmarks(t *testing.T) {
 		}
 		if got := len(tr.Lines()); got != want {
 			t.Errorf("squash=%v: %d lines, want %d:\n%s", squash, got, want, tr)
+		}
+	}
+}
+
+// TestTranscriptLabelsFollowRVOrder feeds frames with random resourceVersions
+// in shuffled order and checks the rule of labkit/README.md on every pair of
+// lines: object labels compare as the real resourceVersions do, and a
+// collection's >=rvN names the biggest object resourceVersion at or below it.
+func TestTranscriptLabelsFollowRVOrder(t *testing.T) {
+	label := regexp.MustCompile(`(>=)?rv(\d+)`)
+	for seed := uint64(0); seed < 200; seed++ {
+		r := rand.New(rand.NewPCG(seed, 1))
+		type entry struct {
+			rv         uint64
+			collection bool
+		}
+		var entries []entry
+		tr := NewTranscript()
+		for i := 0; i < 2+r.IntN(20); i++ {
+			e := entry{rv: 1 + r.Uint64N(50), collection: r.IntN(4) == 0}
+			var frame string
+			switch {
+			case e.collection:
+				frame = fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"%d"}}}`, e.rv)
+			default:
+				typ := []string{"ADDED", "MODIFIED", "DELETED"}[r.IntN(3)]
+				frame = fmt.Sprintf(`{"type":%q,"object":{"kind":"ConfigMap","metadata":{"name":"o%d","resourceVersion":"%d"}}}`, typ, i, e.rv)
+			}
+			if err := tr.Add([]byte(frame)); err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, e)
+		}
+		lines := tr.Lines()
+		if len(lines) != len(entries) {
+			t.Fatalf("seed %d: %d lines for %d frames", seed, len(lines), len(entries))
+		}
+		labels := make([]int, len(lines))
+		for i, l := range lines {
+			m := label.FindStringSubmatch(l)
+			if m == nil || (m[1] == ">=") != entries[i].collection {
+				t.Fatalf("seed %d: line %q has the wrong kind of label", seed, l)
+			}
+			labels[i], _ = strconv.Atoi(m[2])
+		}
+		for i := range entries {
+			for j := range entries {
+				a, b := entries[i], entries[j]
+				switch {
+				case !a.collection && !b.collection:
+					if (a.rv < b.rv) != (labels[i] < labels[j]) || (a.rv == b.rv) != (labels[i] == labels[j]) {
+						t.Fatalf("seed %d: rv %d is %q, rv %d is %q:\n%s", seed, a.rv, lines[i], b.rv, lines[j], tr)
+					}
+				case a.collection && !b.collection:
+					// >=rvN: every object at or below the collection RV has
+					// a label <= N, every object above it a label > N.
+					if (b.rv <= a.rv) != (labels[j] <= labels[i]) {
+						t.Fatalf("seed %d: collection rv %d is %q, object rv %d is %q:\n%s", seed, a.rv, lines[i], b.rv, lines[j], tr)
+					}
+				}
+			}
 		}
 	}
 }
