@@ -53,8 +53,33 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.ResettableRESTMapper
 
+	// Name is the target name scripts know it by ("real", "private", or a
+	// lab's own server's).
+	Name string
+	// PrepareNamespace makes a script's namespace ready on this server. nil:
+	// create it (and wait for what the controller-manager adds). A lab's
+	// server that serves no Namespaces sets its own, seeding what a real
+	// namespace would hold, so both servers show the same objects.
+	PrepareNamespace func(ns string) error
+
 	// process is the `labcluster run` supervisor when we started it.
 	process *exec.Cmd
+	// stop ends a lab's server (NewTarget).
+	stop func() error
+}
+
+// NewTarget connects to a lab's own server through its kubeconfig, for a
+// StartTarget to return; stop ends the server when the script is done.
+func NewTarget(kubeconfig string, stop func() error) (*Cluster, error) {
+	c, err := Connect(kubeconfig)
+	if err != nil {
+		if stop != nil {
+			stop()
+		}
+		return nil, err
+	}
+	c.stop = stop
+	return c, nil
 }
 
 // Root returns the workspace root: the nearest directory holding go.work at or
@@ -99,7 +124,13 @@ func Connect(kubeconfig string) (*Cluster, error) {
 	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+	_, err = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if apierrors.IsNotFound(err) {
+		// A lab's server may have no health endpoints: answering /version
+		// is ready enough for it.
+		_, err = c.Client.Discovery().ServerVersion()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("labkit: the cluster of %s is not ready: %w", kubeconfig, err)
 	}
 	if c.Token == "" {
@@ -233,8 +264,14 @@ func StartEmbedded(dir string, components ...string) (*Cluster, error) {
 }
 
 // Stop stops a cluster StartEmbedded started (SIGTERM: the supervisor stops
-// the apiserver before etcd); other clusters are left alone.
+// the apiserver before etcd) or a lab's server (NewTarget); other clusters
+// are left alone.
 func (c *Cluster) Stop() error {
+	if c.stop != nil {
+		stop := c.stop
+		c.stop = nil
+		return stop()
+	}
 	if c.process == nil {
 		return nil
 	}

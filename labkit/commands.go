@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -46,6 +45,8 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"chunks":         cmdChunks,
 		"labcluster":     cmdLabcluster,
 		"privatecluster": cmdPrivateCluster,
+		"target":         cmdTarget,
+		"kubectl":        cmdKubectl,
 		"jsonvar":        cmdJSONVar,
 		"freeport":       cmdFreePort,
 	}
@@ -91,11 +92,11 @@ func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
 			continue // an empty YAML document
 		}
 		gvk := obj.GroupVersionKind()
-		mapping, err := s.cluster.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := s.target.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			ts.Fatalf("%s: %v", args[0], err)
 		}
-		ri := s.cluster.Dynamic.Resource(mapping.Resource)
+		ri := s.target.Dynamic.Resource(mapping.Resource)
 		ctx, cancel := ctxTimeout(30 * time.Second)
 		if mapping.Scope.Name() == "namespace" {
 			obj.SetNamespace(s.ns)
@@ -116,10 +117,10 @@ func cmdPatch(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: kpatch RESOURCE NAME MERGE-PATCH")
 	}
 	s := stateOf(ts)
-	gvr := resourceFor(ts, s.cluster, args[0])
+	gvr := resourceFor(ts, s.target, args[0])
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
-	_, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Patch(ctx, args[1], types.MergePatchType, []byte(args[2]), metav1.PatchOptions{})
+	_, err := s.target.Dynamic.Resource(gvr).Namespace(s.ns).Patch(ctx, args[1], types.MergePatchType, []byte(args[2]), metav1.PatchOptions{})
 	ts.Check(err)
 }
 
@@ -130,10 +131,10 @@ func cmdDelete(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: kdelete RESOURCE NAME")
 	}
 	s := stateOf(ts)
-	gvr := resourceFor(ts, s.cluster, args[0])
+	gvr := resourceFor(ts, s.target, args[0])
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
-	ts.Check(s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Delete(ctx, args[1], metav1.DeleteOptions{}))
+	ts.Check(s.target.Dynamic.Resource(gvr).Namespace(s.ns).Delete(ctx, args[1], metav1.DeleteOptions{}))
 }
 
 // listrv [-l SELECTOR] RESOURCE VAR: LIST in $NS, set VAR to its resourceVersion.
@@ -145,10 +146,10 @@ func cmdListRV(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: listrv [-l SELECTOR] RESOURCE VAR")
 	}
 	s := stateOf(ts)
-	gvr := resourceFor(ts, s.cluster, fs.Arg(0))
+	gvr := resourceFor(ts, s.target, fs.Arg(0))
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
-	list, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).List(ctx, metav1.ListOptions{LabelSelector: *selector})
+	list, err := s.target.Dynamic.Resource(gvr).Namespace(s.ns).List(ctx, metav1.ListOptions{LabelSelector: *selector})
 	ts.Check(err)
 	ts.Setenv(fs.Arg(1), list.GetResourceVersion())
 }
@@ -172,12 +173,12 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	var check func() (bool, string)
 	switch {
 	case (args[0] == "exists" || args[0] == "gone") && len(args) == 3:
-		gvr := resourceFor(ts, s.cluster, args[1])
+		gvr := resourceFor(ts, s.target, args[1])
 		want := args[0] == "exists"
 		check = func() (bool, string) {
 			ctx, cancel := ctxTimeout(5 * time.Second)
 			defer cancel()
-			_, err := s.cluster.Dynamic.Resource(gvr).Namespace(s.ns).Get(ctx, args[2], metav1.GetOptions{})
+			_, err := s.target.Dynamic.Resource(gvr).Namespace(s.ns).Get(ctx, args[2], metav1.GetOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return false, err.Error()
 			}
@@ -304,14 +305,14 @@ func cmdWatch(ts *testscript.TestScript, neg bool, args []string) {
 	if _, dup := s.watches[name]; dup {
 		ts.Fatalf("kwatch: %s already running", name)
 	}
-	gvr := resourceFor(ts, s.cluster, args[1])
+	gvr := resourceFor(ts, s.target, args[1])
 	query := "watch=1"
 	if len(args) == 3 {
 		query += "&" + args[2]
 	}
-	client, err := rest.HTTPClientFor(s.cluster.Config)
+	client, err := rest.HTTPClientFor(s.target.Config)
 	ts.Check(err)
-	w, err := StartRawWatch(client, s.cluster.Server+collectionPath(gvr, s.ns)+"?"+query, ts.MkAbs(name+".json"))
+	w, err := StartRawWatch(client, s.target.Server+collectionPath(gvr, s.ns)+"?"+query, ts.MkAbs(name+".json"))
 	if err != nil {
 		ts.Fatalf("kwatch %s: %v", name, err)
 	}
@@ -368,18 +369,23 @@ func cmdChunks(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// labcluster ARGS...: the labcluster binary, against this script's cluster;
-// `labcluster kubectl ...` is the real kubectl v1.36.4.
+// labcluster ARGS...: the labcluster binary, against this script's target.
+// `labcluster kubectl ...` works on any target; the other subcommands
+// (restart, etcd compact, status) need a labcluster.
 func cmdLabcluster(ts *testscript.TestScript, neg bool, args []string) {
-	s := stateOf(ts)
-	// kubectl works on any cluster; the other subcommands need a labcluster.
-	if s.cluster.Dir == "" && (len(args) == 0 || args[0] != "kubectl") {
-		ts.Fatalf("labcluster: this cluster is not a labcluster (kind?); guard the script with [!labcluster] skip")
+	c := Target(ts)
+	if c.Dir == "" && (len(args) == 0 || args[0] != "kubectl") {
+		msg := notLabcluster(c, "labcluster "+strings.Join(args, " "))
+		if !neg {
+			ts.Fatalf("%s", msg)
+		}
+		fmt.Fprintln(ts.Stderr(), msg)
+		return
 	}
 	bin, err := LabclusterBinary()
 	ts.Check(err)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "LABCLUSTER_DIR="+s.cluster.Dir, "KUBECONFIG="+s.cluster.Kubeconfig, "HOME="+ts.Getenv("HOME"))
+	cmd.Env = append(os.Environ(), "LABCLUSTER_DIR="+c.Dir, "KUBECONFIG="+ts.Getenv("KUBECONFIG"), "HOME="+ts.Getenv("HOME"))
 	cmd.Dir = ts.Getenv("WORK")
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
 	err = cmd.Run()
@@ -391,22 +397,73 @@ func cmdLabcluster(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// privatecluster: this script gets its own etcd and apiserver, for lessons that
-// restart the apiserver or compact etcd without disturbing other scripts.
-func cmdPrivateCluster(ts *testscript.TestScript, neg bool, args []string) {
-	noNeg(ts, neg, "privatecluster")
+// background is a command running while the script goes on.
+type background struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the command has exited
+	err    error         // its exit error; read only after done is closed
+}
+
+func (b *background) stop() error {
+	b.cancel()
+	<-b.done
+	return b.err
+}
+
+// kubectl ARGS... | kubectl -bg NAME ARGS... | kubectl -stop NAME: the real
+// kubectl (built into labcluster) with $KUBECONFIG, which follows the target
+// (a script may also set it: env KUBECONFIG=...). -bg runs it in the
+// background, output to $WORK/NAME.out, until kubectl -stop NAME.
+func cmdKubectl(ts *testscript.TestScript, neg bool, args []string) {
 	s := stateOf(ts)
-	if s.private != nil {
-		ts.Fatalf("privatecluster: already private")
+	if len(args) == 2 && args[0] == "-stop" {
+		b, ok := s.bg[args[1]]
+		if !ok {
+			ts.Fatalf("kubectl -stop: no background kubectl %q", args[1])
+		}
+		delete(s.bg, args[1])
+		b.stop() // killed on purpose: its exit status says nothing
+		return
 	}
-	if current.Dir == "" {
-		ts.Fatalf("privatecluster needs the embedded cluster; guard the script with [!labcluster] skip")
-	}
-	c, err := StartEmbedded(filepath.Join(ts.Getenv("WORK"), ".cluster"), "etcd", "apiserver")
+	bin, err := LabclusterBinary()
 	ts.Check(err)
-	s.private, s.cluster = c, c
-	ts.Check(createNamespace(c, s.ns))
-	ts.Check(setClusterEnv(ts.Getenv("WORK"), ts.Setenv, s))
+	var name string
+	if len(args) >= 2 && args[0] == "-bg" {
+		name, args = args[1], args[2:]
+		if _, dup := s.bg[name]; dup {
+			ts.Fatalf("kubectl -bg: %s already running", name)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "KUBECONFIG="+ts.Getenv("KUBECONFIG"))
+	cmd.Dir = ts.Getenv("WORK")
+	if name == "" {
+		defer cancel()
+		cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+		err := cmd.Run()
+		if err != nil && !neg {
+			ts.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		if err == nil && neg {
+			ts.Fatalf("kubectl %s: unexpected success", strings.Join(args, " "))
+		}
+		return
+	}
+	out, err := os.Create(ts.MkAbs(name + ".out"))
+	ts.Check(err)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		ts.Fatalf("kubectl: %v", err)
+	}
+	b := &background{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.err = cmd.Wait()
+		out.Close()
+	}()
+	s.bg[name] = b
 }
 
 // jsonvar VAR FILE PATH: set VAR to the value at dotted PATH of the JSON in

@@ -2,6 +2,8 @@ package labkit
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +14,41 @@ import (
 
 func TestMain(m *testing.M) { Main(m, nil) }
 
+// foreignTarget is this test binary's cluster presented as a foreign one,
+// as a kind cluster looks to labkit: its kubeconfig copied to a directory
+// with no labcluster state, so labkit cannot restart or compact it. It is the
+// same server, so namespaces and objects are shared with "real".
+func foreignTarget(work string, args []string) (*Cluster, error) {
+	b, err := os.ReadFile(Current().Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(work, "foreign")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, b, 0o600); err != nil {
+		return nil, err
+	}
+	return NewTarget(kc, nil)
+}
+
 // TestScripts runs the harness's own exercises: each labkit command against
-// the real cluster.
-func TestScripts(t *testing.T) { RunScripts(t, "testdata/script", nil) }
+// the real cluster, and switching targets mid-script.
+func TestScripts(t *testing.T) {
+	RunScripts(t, "testdata/script", Options{Targets: map[string]StartTarget{"foreign": foreignTarget}})
+}
+
+// TestScriptsOnTwoTargets runs one body on two targets, as lab 03 runs its
+// exercises on the real apiserver and its own: TestScriptsOnTwoTargets/real/...
+// and .../foreign/..., one golden file.
+func TestScriptsOnTwoTargets(t *testing.T) {
+	RunScripts(t, "testdata/twotargets", Options{
+		Targets: map[string]StartTarget{"foreign": foreignTarget},
+		RunOn:   []string{TargetReal, "foreign"},
+	})
+}
 
 // TestServiceAccountTokenForCurl: on kind (client-certificate kubeconfig)
 // labkit mints a ServiceAccount token for the exercises' curl. The same code

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -76,65 +78,78 @@ func (c clusterM) Run() int {
 	return c.m.Run()
 }
 
-// RunScripts runs every .txtar in dir against the current cluster, with
-// labkit's commands and extra (which may override them).
-func RunScripts(t *testing.T, dir string, extra map[string]func(ts *testscript.TestScript, neg bool, args []string)) {
+// Options says how RunScripts runs a directory of scripts.
+type Options struct {
+	// Cmds are the lab's own commands, besides (or replacing) labkit's.
+	Cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)
+	// Targets are the lab's own servers, by name, besides labkit's "real"
+	// (this test binary's cluster) and "private" (see privatecluster).
+	Targets map[string]StartTarget
+	// RunOn lists the targets every script runs on, once each, as subtests
+	// TestScripts/<target>/<script>: one body and one golden file, several
+	// servers. Default: just "real", as TestScripts/<script>. A script
+	// skips a target with a condition: [target:lab] skip.
+	RunOn []string
+}
+
+// RunScripts runs every .txtar in dir on each target of opts.RunOn, with
+// labkit's commands and opts.Cmds.
+func RunScripts(t *testing.T, dir string, opts Options) {
 	t.Helper()
 	if current == nil {
 		t.Fatal("labkit.RunScripts needs a cluster: call labkit.Main from TestMain")
 	}
 	cmds := Commands()
-	for name, f := range extra {
-		cmds[name] = f
+	maps.Copy(cmds, opts.Cmds)
+	runOn := opts.RunOn
+	if len(runOn) == 0 {
+		runOn = []string{TargetReal}
 	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 dir,
-		Setup:               Setup,
-		Cmds:                cmds,
-		Condition:           Condition,
-		UpdateScripts:       *update,
-		RequireExplicitExec: true,
-		RequireUniqueNames:  true,
-	})
+	for _, name := range runOn {
+		if _, ok := opts.Targets[name]; !ok && name != TargetReal && name != TargetPrivate {
+			t.Fatalf("labkit.RunScripts: RunOn names %q, which is not a target", name)
+		}
+	}
+	runDir := func(t *testing.T, first string) {
+		r := &run{first: first, targets: opts.Targets}
+		testscript.Run(t, testscript.Params{
+			Dir:                 dir,
+			Setup:               r.setup,
+			Cmds:                cmds,
+			Condition:           r.condition,
+			UpdateScripts:       *update,
+			RequireExplicitExec: true,
+			RequireUniqueNames:  true,
+		})
+	}
+	if len(runOn) == 1 {
+		runDir(t, runOn[0])
+		return
+	}
+	for _, name := range runOn {
+		t.Run(name, func(t *testing.T) { runDir(t, name) })
+	}
 }
 
-// Condition answers the labkit conditions: [labcluster] is true when the
-// script's cluster is a labcluster (restart and compaction work there).
-func Condition(cond string) (bool, error) {
-	switch cond {
-	case "labcluster":
-		return current != nil && current.Dir != "", nil
+// condition answers the labkit conditions, about the target a script runs on:
+// [labcluster] when it is a labcluster (restart and compaction work), and
+// [target:NAME] when it is NAME.
+func (r *run) condition(cond string) (bool, error) {
+	switch {
+	case cond == "labcluster":
+		return (r.first == TargetReal && current.Dir != "") || r.first == TargetPrivate, nil
+	case strings.HasPrefix(cond, "target:"):
+		return strings.TrimPrefix(cond, "target:") == r.first, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
-// scriptKey finds the per-script state in testscript's Values.
-type scriptKey struct{}
-
-// script is what labkit's commands share within one script.
-type script struct {
-	cluster *Cluster
-	ns      string
-	watches map[string]*RawWatch
-	private *Cluster // the cluster of `privatecluster`, stopped at the end
-}
-
-func stateOf(ts *testscript.TestScript) *script {
-	s, _ := ts.Value(scriptKey{}).(*script)
-	if s == nil {
-		ts.Fatalf("labkit: no script state (is labkit.Setup the Params.Setup?)")
-	}
-	return s
-}
-
 var unsafeName = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// Setup is the testscript Setup of every lab: a fresh namespace named after the
-// script, and the variables of labkit/README.md.
-func Setup(env *testscript.Env) error {
-	if current == nil {
-		return fmt.Errorf("labkit.Setup needs a cluster: call labkit.Main from TestMain")
-	}
+// setup is the testscript Setup of every script: a fresh namespace named
+// after the script, the run's first target, and the variables of
+// labkit/README.md.
+func (r *run) setup(env *testscript.Env) error {
 	name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 	name = strings.Trim(unsafeName.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if len(name) > 50 {
@@ -142,24 +157,18 @@ func Setup(env *testscript.Env) error {
 	}
 	suffix := make([]byte, 3)
 	rand.Read(suffix)
-	ns := name + "-" + hex.EncodeToString(suffix)
-
-	s := &script{cluster: current, ns: ns, watches: map[string]*RawWatch{}}
-	if err := createNamespace(current, ns); err != nil {
-		return err
+	s := &script{
+		run:     r,
+		work:    env.WorkDir,
+		ns:      name + "-" + hex.EncodeToString(suffix),
+		started: map[string]*Cluster{},
+		ready:   map[*Cluster]bool{},
+		watches: map[string]*RawWatch{},
+		bg:      map[string]*background{},
+		values:  map[any]any{},
 	}
-	env.Defer(func() {
-		for _, w := range s.watches {
-			w.Stop()
-		}
-		// A private cluster is thrown away whole. Deleting the namespace is
-		// asynchronous: the namespace controller empties it later.
-		if s.private != nil {
-			s.private.Stop()
-		}
-		deleteNamespace(current, ns)
-	})
 	env.Values[scriptKey{}] = s
+	env.Defer(s.stop)
 	// kubectl keeps a discovery cache under $HOME; give it one per script.
 	env.Setenv("HOME", filepath.Join(env.WorkDir, ".home"))
 	// The labcluster binary, for `exec $LABCLUSTER kubectl ...` in the
@@ -167,28 +176,11 @@ func Setup(env *testscript.Env) error {
 	if root, err := Root(); err == nil {
 		env.Setenv("LABCLUSTER", filepath.Join(root, ".cluster", "bin", "labcluster"))
 	}
-	return setClusterEnv(env.WorkDir, env.Setenv, s)
-}
-
-// setClusterEnv writes the token and CA files and sets the variables that
-// point a script at its cluster.
-func setClusterEnv(work string, setenv func(k, v string), s *script) error {
-	c := s.cluster
-	token := filepath.Join(work, "token")
-	if err := os.WriteFile(token, []byte(c.Token), 0o600); err != nil {
+	c, err := s.start(r.first, nil)
+	if err != nil {
 		return err
 	}
-	ca := filepath.Join(work, "ca.crt")
-	if err := os.WriteFile(ca, c.CAData, 0o600); err != nil {
-		return err
-	}
-	setenv("NS", s.ns)
-	setenv("KUBECONFIG", c.Kubeconfig)
-	setenv("APISERVER", c.Server)
-	setenv("TOKEN", c.Token)
-	setenv("CACERT", ca)
-	setenv("LABCLUSTER_DIR", c.Dir)
-	return nil
+	return s.use(c, env.Setenv)
 }
 
 // createNamespace creates ns and, where a controller-manager runs, waits for
@@ -199,7 +191,9 @@ func createNamespace(c *Cluster, ns string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil {
+	// The name is unique to the script: if it exists, this script made it,
+	// through another target that is the same server.
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("labkit: create namespace %s: %w", ns, err)
 	}
 	if !c.HasControllerManager() {

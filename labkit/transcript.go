@@ -84,12 +84,53 @@ func (t *Transcript) String() string {
 
 // Lines returns the rendered transcript lines.
 func (t *Transcript) Lines() []string {
+	renderRV := t.renderer()
+	var out []string
+	lastBookmark := "" // rendered RV of the previous line, if it was a BOOKMARK
+	for _, l := range t.lines {
+		if l.bookmark != "" {
+			rv := placeholder.ReplaceAllStringFunc(l.bookmark, renderRV)
+			if t.SquashBookmarks && rv == lastBookmark {
+				continue
+			}
+			lastBookmark = rv
+		} else {
+			lastBookmark = ""
+		}
+		out = append(out, placeholder.ReplaceAllStringFunc(l.text, renderRV))
+	}
+	return out
+}
+
+// Len is the number of lines added so far (before any squashing).
+func (t *Transcript) Len() int { return len(t.lines) }
+
+// Pending returns the lines added from index from on, not yet rendered: their
+// resourceVersions are placeholders, for Render to label once every frame is
+// in. For a lab that interleaves lines of its own with the events' and
+// renders at the end (lab 02's loop steps).
+func (t *Transcript) Pending(from int) []string {
+	var out []string
+	for _, l := range t.lines[from:] {
+		out = append(out, l.text)
+	}
+	return out
+}
+
+// Render labels the placeholders in text (from Pending, ObjectRV or
+// CollectionRV) with the transcript's labels as they stand now.
+func (t *Transcript) Render(text string) string {
+	return placeholder.ReplaceAllStringFunc(text, t.renderer())
+}
+
+// renderer returns the function that turns one placeholder into its label.
+func (t *Transcript) renderer() func(string) string {
 	ranked := make([]uint64, 0, len(t.objectRVs))
 	for rv := range t.objectRVs {
 		ranked = append(ranked, rv)
 	}
 	slices.Sort(ranked)
-	renderRV := func(m string) string {
+	return func(m string) string {
 		sub := placeholder.FindStringSubmatch(m)
 		kind, rv := sub[1], sub[2]
 		n, err := strconv.ParseUint(rv, 10, 64)
@@ -111,21 +152,6 @@ func (t *Transcript) Lines() []string {
 			return ">=rv" + strconv.Itoa(i)
 		}
 	}
-	var out []string
-	lastBookmark := "" // rendered RV of the previous line, if it was a BOOKMARK
-	for _, l := range t.lines {
-		if l.bookmark != "" {
-			rv := placeholder.ReplaceAllStringFunc(l.bookmark, renderRV)
-			if t.SquashBookmarks && rv == lastBookmark {
-				continue
-			}
-			lastBookmark = rv
-		} else {
-			lastBookmark = ""
-		}
-		out = append(out, placeholder.ReplaceAllStringFunc(l.text, renderRV))
-	}
-	return out
 }
 
 // ObjectRV returns the placeholder of an object's resourceVersion, to use in

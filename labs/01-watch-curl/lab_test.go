@@ -19,5 +19,5 @@ func TestMain(m *testing.M) {
 // TestScripts runs every exercise in testdata/script against the real
 // cluster. One exercise: go test -run TestScripts/too-old
 func TestScripts(t *testing.T) {
-	labkit.RunScripts(t, "testdata/script", nil)
+	labkit.RunScripts(t, "testdata/script", labkit.Options{})
 }

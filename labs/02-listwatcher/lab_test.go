@@ -20,5 +20,5 @@ func TestMain(m *testing.M) {
 // cluster, with labkit's commands and this lab's: steps, lwlist, tcpproxy
 // (see scriptcmds_test.go). One exercise: go test -run TestScripts/bookmarks
 func TestScripts(t *testing.T) {
-	labkit.RunScripts(t, "testdata/script", scriptCommands())
+	labkit.RunScripts(t, "testdata/script", labkit.Options{Cmds: scriptCommands()})
 }

@@ -72,17 +72,16 @@ func cmdSteps(ts *testscript.TestScript, neg bool, args []string) {
 //     a BOOKMARK), never the number;
 //   - the same line twice in a row is printed once (two bookmarks at one
 //     point of the transcript).
+//
+// Lines are kept unrendered until every frame is in: the transcript's rvN
+// labels rank all the resourceVersions it holds (labkit/README.md).
 func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 	tr := labkit.NewTranscript(fields...)
 	var out []string
 	stepsSeen := map[string]bool{}
 	origin := map[string]string{} // resourceVersion -> what gave it to us
 	var newestObject uint64
-	print := func(line string) {
-		if len(out) == 0 || out[len(out)-1] != line {
-			out = append(out, line)
-		}
-	}
+	print := func(line string) { out = append(out, line) }
 	step := func(line string) {
 		if !stepsSeen[line] {
 			stepsSeen[line] = true
@@ -148,11 +147,11 @@ func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 			if rec.Type == "ERROR" && len(rec.Object.Details.Causes) > 0 && rec.Object.Details.Causes[0].Type == "ClientWatchDecoding" {
 				continue
 			}
-			before := len(tr.Lines())
+			before := tr.Len()
 			if err := tr.Add([]byte(raw)); err != nil {
 				return "", err
 			}
-			lines := tr.Lines()[before:]
+			lines := tr.Pending(before)
 			for _, l := range lines {
 				print(l)
 			}
@@ -182,7 +181,14 @@ func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 			return "", fmt.Errorf("steps: unknown step %q", rec.Step)
 		}
 	}
-	return strings.Join(out, "\n") + "\n", nil
+	var rendered []string
+	for _, line := range out {
+		line = tr.Render(line)
+		if len(rendered) == 0 || rendered[len(rendered)-1] != line {
+			rendered = append(rendered, line)
+		}
+	}
+	return strings.Join(rendered, "\n") + "\n", nil
 }
 
 // scriptListWatch is a ListWatch on RESOURCE in the script's $NS, through
@@ -246,8 +252,6 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 			Metadata struct{ Continue, ResourceVersion string } `json:"metadata"`
 		}
 		ts.Check(json.Unmarshal(body, &meta))
-		before := len(tr.Lines())
-		ts.Check(tr.Add(body))
 		// The transcript shows a list's resourceVersion relative to the
 		// objects seen so far; whether all pages share one is said here.
 		if page == 1 {
@@ -261,10 +265,8 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		default:
 			same = " at a NEW resourceVersion"
 		}
-		fmt.Fprintf(ts.Stdout(), "PAGE %d more=%v%s\n", page, meta.Metadata.Continue != "", same)
-		for _, l := range tr.Lines()[before:] {
-			fmt.Fprintln(ts.Stdout(), l)
-		}
+		tr.Note(fmt.Sprintf("PAGE %d more=%v%s", page, meta.Metadata.Continue != "", same))
+		ts.Check(tr.Add(body))
 		if meta.Metadata.Continue == "" {
 			break
 		}
@@ -275,6 +277,7 @@ func cmdLWList(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		opts = metav1.ListOptions{Limit: *limit, Continue: meta.Metadata.Continue}
 	}
+	fmt.Fprint(ts.Stdout(), tr.String())
 	if neg {
 		ts.Fatalf("lwlist: unexpected success")
 	}

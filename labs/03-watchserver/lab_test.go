@@ -1,20 +1,10 @@
 // The lab's cluster tests: testscript exercises (testdata/script) that run
-// each scenario against the real embedded kube-apiserver and against our
-// watchserver with the same golden transcripts, and a Go test that compares
-// the Status of every bad request between the two.
+// each scenario twice, as TestScripts/real/NAME against the real embedded
+// kube-apiserver and as TestScripts/lab/NAME against our watchserver (the
+// labkit target "lab"), with one golden transcript; and a Go test that
+// compares the Status of every bad request between the two.
 //
-// labkit's commands (kwatch, listrv, ...) always talk to the cluster. This
-// lab needs the same steps against two servers, so it adds commands that
-// follow a "target" (see cmdTarget):
-//
-//	target real|lab [-history N]   point $APISERVER $TOKEN $CACERT $KUBECONFIG at a server
-//	kubectl ARGS...                 the built-in kubectl (labcluster kubectl) against the target
-//	kubectl -bg NAME ARGS...        ... in the background, output to $WORK/NAME.out
-//	kubectl -stop NAME              stop a background kubectl and wait for its output
-//	twatch NAME QUERY               a raw watch of configmaps in $NS on the target, to $WORK/NAME.json
-//	twatch -stop NAME               stop it
-//
-// and two in-process programs for `exec`: watchserver (cmd/watchserver) and
+// Two in-process programs for `exec`: watchserver (cmd/watchserver) and
 // informer (a client-go SharedInformer that prints its handler calls).
 package lab_test
 
@@ -23,18 +13,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/rogpeppe/go-internal/testscript"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -50,196 +36,46 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	labkit.RunScripts(t, "testdata/script", map[string]func(*testscript.TestScript, bool, []string){
-		"target":  cmdTarget,
-		"kubectl": cmdKubectl,
-		"twatch":  cmdTwatch,
+	labkit.RunScripts(t, "testdata/script", labkit.Options{
+		Targets: map[string]labkit.StartTarget{"lab": startLab},
+		RunOn:   []string{labkit.TargetReal, "lab"},
 	})
 }
 
-// scriptState is what this lab's commands keep per script: the lab server
-// (started by the first `target lab`), background kubectls and watches.
-type scriptState struct {
-	lab     *watchserver.Instance
-	bg      map[string]*background
-	watches map[string]*labkit.RawWatch
-}
-
-type background struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-func (b *background) stop() error {
-	b.cancel()
-	<-b.done
-	return b.err
-}
-
-var (
-	statesMu sync.Mutex
-	states   = map[*testscript.TestScript]*scriptState{}
-)
-
-func stateOf(ts *testscript.TestScript) *scriptState {
-	statesMu.Lock()
-	defer statesMu.Unlock()
-	s, ok := states[ts]
-	if !ok {
-		s = &scriptState{bg: map[string]*background{}, watches: map[string]*labkit.RawWatch{}}
-		states[ts] = s
-		ts.Defer(func() {
-			for _, b := range s.bg {
-				b.stop()
-			}
-			for _, w := range s.watches {
-				w.Stop()
-			}
-			if s.lab != nil {
-				s.lab.Close()
-			}
-			statesMu.Lock()
-			delete(states, ts)
-			statesMu.Unlock()
-		})
-	}
-	return s
-}
-
-// target real|lab [-history N]: make the following commands talk to the
-// real apiserver (labkit's cluster) or to our watchserver, which the first
-// `target lab` starts in this test process (stopped at the end of the script).
-func cmdTarget(ts *testscript.TestScript, neg bool, args []string) {
-	if neg {
-		ts.Fatalf("unsupported: ! target")
-	}
-	fs := flag.NewFlagSet("target", flag.ContinueOnError)
+// startLab is the "lab" target: our watchserver, started in this test
+// process for one script and stopped when it ends. `target lab -history N`
+// starts it again with a history of N events.
+func startLab(work string, args []string) (*labkit.Cluster, error) {
+	fs := flag.NewFlagSet("target lab", flag.ContinueOnError)
 	history := fs.Int("history", 1000, "events the lab server keeps for replay")
-	if len(args) == 0 {
-		ts.Fatalf("usage: target real|lab [-history N]")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		ts.Fatalf("target: %v", err)
-	}
-	// Remember labkit's values the first time, so `target real` can return.
-	for _, v := range []string{"APISERVER", "TOKEN", "CACERT", "KUBECONFIG"} {
-		if ts.Getenv("REAL_"+v) == "" {
-			ts.Setenv("REAL_"+v, ts.Getenv(v))
-		}
-	}
-	switch args[0] {
-	case "real":
-		for _, v := range []string{"APISERVER", "TOKEN", "CACERT", "KUBECONFIG"} {
-			ts.Setenv(v, ts.Getenv("REAL_"+v))
-		}
-	case "lab":
-		s := stateOf(ts)
-		if s.lab == nil {
-			in, err := watchserver.Start(watchserver.Config{
-				Listen:        "127.0.0.1:0",
-				KubeconfigOut: ts.MkAbs("lab.kubeconfig"),
-				HistorySize:   *history,
-			})
-			ts.Check(err)
-			s.lab = in
-			ts.Check(os.WriteFile(ts.MkAbs("lab-ca.crt"), in.CAPEM, 0o600))
-			// On a real cluster the controller-manager's root-ca-cert-publisher
-			// puts kube-root-ca.crt in every namespace; we have no controllers,
-			// so the harness does it, and both servers hold the same objects.
-			_, err = in.Store.Create(&corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ts.Getenv("NS"), UID: "00000000-0000-4000-8000-000000000001", CreationTimestamp: metav1.Now()},
-				Data:       map[string]string{"ca.crt": string(in.CAPEM)},
-			})
-			ts.Check(err)
-		}
-		ts.Setenv("APISERVER", s.lab.URL)
-		ts.Setenv("TOKEN", s.lab.Token)
-		ts.Setenv("CACERT", ts.MkAbs("lab-ca.crt"))
-		ts.Setenv("KUBECONFIG", ts.MkAbs("lab.kubeconfig"))
-	default:
-		ts.Fatalf("target: %q is neither real nor lab", args[0])
-	}
-}
-
-// kubectl ARGS... | kubectl -bg NAME ARGS... | kubectl -stop NAME
-func cmdKubectl(ts *testscript.TestScript, neg bool, args []string) {
-	s := stateOf(ts)
-	if len(args) == 2 && args[0] == "-stop" {
-		b, ok := s.bg[args[1]]
-		if !ok {
-			ts.Fatalf("kubectl -stop: no background kubectl %q", args[1])
-		}
-		delete(s.bg, args[1])
-		b.stop() // killed on purpose: its exit status says nothing
-		return
-	}
-	bin, err := labkit.LabclusterBinary()
-	ts.Check(err)
-	var name string
-	if len(args) >= 2 && args[0] == "-bg" {
-		name, args = args[1], args[2:]
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"kubectl", "--kubeconfig", ts.Getenv("KUBECONFIG")}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "KUBECONFIG="+ts.Getenv("KUBECONFIG"))
-	cmd.Dir = ts.Getenv("WORK")
-	if name == "" {
-		defer cancel()
-		cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
-		err := cmd.Run()
-		if err != nil && !neg {
-			ts.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-		}
-		if err == nil && neg {
-			ts.Fatalf("kubectl %s: unexpected success", strings.Join(args, " "))
-		}
-		return
-	}
-	out, err := os.Create(ts.MkAbs(name + ".out"))
-	ts.Check(err)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		cancel()
-		ts.Fatalf("kubectl: %v", err)
-	}
-	b := &background{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(b.done)
-		b.err = cmd.Wait()
-		out.Close()
-	}()
-	s.bg[name] = b
-}
-
-// twatch NAME QUERY | twatch -stop NAME: a raw watch of configmaps in $NS on
-// the target (HTTP/2, as client-go would), its body written to NAME.json.
-func cmdTwatch(ts *testscript.TestScript, neg bool, args []string) {
-	s := stateOf(ts)
-	if len(args) == 2 && args[0] == "-stop" {
-		w, ok := s.watches[args[1]]
-		if !ok {
-			ts.Fatalf("twatch -stop: no watch %q", args[1])
-		}
-		delete(s.watches, args[1])
-		if err := w.Stop(); err != nil {
-			ts.Fatalf("twatch %s: %v", args[1], err)
-		}
-		return
-	}
-	if len(args) != 2 || neg {
-		ts.Fatalf("usage: twatch NAME QUERY | twatch -stop NAME")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", ts.Getenv("KUBECONFIG"))
-	ts.Check(err)
-	client, err := rest.HTTPClientFor(cfg)
-	ts.Check(err)
-	url := fmt.Sprintf("%s/api/v1/namespaces/%s/configmaps?watch=1&%s", ts.Getenv("APISERVER"), ts.Getenv("NS"), args[1])
-	w, err := labkit.StartRawWatch(client, url, ts.MkAbs(args[0]+".json"))
+	kubeconfig := filepath.Join(work, "lab.kubeconfig")
+	in, err := watchserver.Start(watchserver.Config{
+		Listen:        "127.0.0.1:0",
+		KubeconfigOut: kubeconfig,
+		HistorySize:   *history,
+	})
 	if err != nil {
-		ts.Fatalf("twatch %s: %v", args[0], err)
+		return nil, err
 	}
-	s.watches[args[0]] = w
+	c, err := labkit.NewTarget(kubeconfig, in.Close)
+	if err != nil {
+		return nil, err
+	}
+	// On a real cluster the controller-manager's root-ca-cert-publisher puts
+	// kube-root-ca.crt in every namespace; we have no controllers (and no
+	// Namespaces), so the harness does it, and both servers hold the same
+	// objects.
+	c.PrepareNamespace = func(ns string) error {
+		_, err := in.Store.Create(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns, UID: "00000000-0000-4000-8000-000000000001", CreationTimestamp: metav1.Now()},
+			Data:       map[string]string{"ca.crt": string(in.CAPEM)},
+		})
+		return err
+	}
+	return c, nil
 }
 
 // informerMain is the `informer` program: a client-go SharedInformer for
