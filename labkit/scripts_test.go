@@ -1,0 +1,95 @@
+package labkit
+
+// Tests of the workspace's own checks in scripts/: each is shown passing on
+// this checkout and failing on a deliberately broken copy, so a check that
+// cannot fail would be caught here.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitTree makes a git repository in a temp directory holding files.
+func gitTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func runScript(t *testing.T, script string, args ...string) (string, int) {
+	t.Helper()
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "scripts", script), args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestCheckVersions(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runScript(t, "check-versions.sh", root); code != 0 {
+		t.Fatalf("this checkout fails the version check:\n%s", out)
+	}
+
+	env, err := os.ReadFile(filepath.Join(root, "versions.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]string{
+		"versions.env":   string(env),
+		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.36.4\n",
+		"README.md":      "Kubernetes v1.36.4, client-go v0.36.4\n",
+		// go.sum lists every version a build resolved: not checked.
+		"cluster/go.sum": "k8s.io/api v0.36.3 h1:x\n",
+	}
+	if out, code := runScript(t, "check-versions.sh", gitTree(t, good)); code != 0 {
+		t.Fatalf("a consistent tree fails:\n%s", out)
+	}
+
+	for name, tc := range map[string]struct{ file, body, want string }{
+		"another patch in a README": {"labs/x/README.md", "see k8s.io/apiserver@v0.36.3/pkg/storage\n", "labs/x/README.md:1: names 0.36.3"},
+		"another patch in a golden": {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v1.36.2'\n", "a.txtar:1: names 1.36.2"},
+		"go.mod builds another":     {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v1.36.5\n", "names 1.36.5"},
+		"kind image without digest": {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.36.4 pinned by @sha256 digest"},
+	} {
+		files := map[string]string{}
+		for k, v := range good {
+			files[k] = v
+		}
+		files[tc.file] = tc.body
+		out, code := runScript(t, "check-versions.sh", gitTree(t, files))
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, output:\n%s\nwant a failure naming %q", name, code, out, tc.want)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One Kubernetes version for the whole course: versions.env names it once,
+# and this check fails when any tracked file names another 1.36 patch release
+# (a README, a script, a link, a golden, a go.mod), or when the Go modules
+# disagree with versions.env. scripts/test.sh runs it.
+#
+#   scripts/check-versions.sh [DIR]    check the checkout at DIR (default: this one)
+set -uo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root" || exit 2
+# shellcheck source=../versions.env
+source versions.env
+
+want=${KUBERNETES_VERSION#v}          # 1.36.4
+minor=${want%.*}                      # 1.36
+patch=${want##*.}                     # 4
+staging="0.${want#1.}"                # 0.36.4
+bad=0
+
+# Any other patch of this minor release, as a Kubernetes (1.36.N) or a
+# staging-module (0.36.N) version, in any tracked text file but go.sum and
+# go.work.sum (which list checksums of every version a build ever resolved).
+# (Not \b: in "v0.36.3" the v and the 0 are both word characters.)
+pattern="(^|[^0-9.])(${minor//./\\.}|0\\.${minor#1.})\\.[0-9]+"
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  # In a go.mod, only Kubernetes' modules count (google.golang.org/protobuf
+  # v1.36.12 is not Kubernetes 1.36).
+  if [[ $file == go.mod || $file == */go.mod ]] && [[ $hit != *k8s.io/* ]]; then
+    continue
+  fi
+  found=$(grep -oE "$pattern" <<<"${hit#*:*:}" | sed -E 's/^[^0-9]//' | grep -vE "^(${want//./\\.}|${staging//./\\.})$" | head -1)
+  if [[ -n $found ]]; then
+    echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION (versions.env)"
+    bad=1
+  fi
+done < <(git ls-files -z | grep -zvE '(^|/)go(\.work)?\.sum$' | xargs -0 grep -nIE "$pattern" 2>/dev/null)
+
+# The Go modules must build the version versions.env names.
+k8s=$(grep -oE 'k8s\.io/kubernetes v[0-9][^[:space:]]*' cluster/go.mod | head -1 | cut -d' ' -f2)
+if [[ $k8s != "$KUBERNETES_VERSION" ]]; then
+  echo "check-versions: cluster/go.mod requires k8s.io/kubernetes $k8s, versions.env says $KUBERNETES_VERSION"
+  bad=1
+fi
+# kind's image must be the same release, pinned by digest.
+if [[ $KIND_NODE_IMAGE != "kindest/node:$KUBERNETES_VERSION@sha256:"* ]]; then
+  echo "check-versions: KIND_NODE_IMAGE=$KIND_NODE_IMAGE is not kindest/node:$KUBERNETES_VERSION pinned by @sha256 digest"
+  bad=1
+fi
+
+if [[ $bad == 0 ]]; then
+  echo "check-versions: every file names Kubernetes $KUBERNETES_VERSION (k8s.io/* v$staging) and kind's image by digest"
+fi
+exit $bad
