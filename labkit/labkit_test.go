@@ -2,6 +2,7 @@ package labkit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,16 +11,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestMain(m *testing.M) { Main(m, nil) }
 
 // foreignTarget is this test binary's cluster presented as a foreign one,
-// as a kind cluster looks to labkit: its kubeconfig copied to a directory
-// with no labcluster state, so labkit cannot restart or compact it. It is the
-// same server, so namespaces and objects are shared with "real".
+// the way a kind cluster looks to labkit: its kubeconfig in a directory with
+// no labcluster state (so labkit cannot restart or compact it), and a
+// credential that is no bearer token curl could use (kind's is a client
+// certificate; here an exec credential plugin, named fake-credential), so
+// labkit mints a ServiceAccount token for the exercises' curl, as on kind.
+// It is the same server, so namespaces and objects are shared with "real".
 func foreignTarget(work string, args []string) (*Cluster, error) {
-	b, err := os.ReadFile(Current().Kubeconfig)
+	cfg, err := clientcmd.LoadFromFile(Current().Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -27,8 +33,20 @@ func foreignTarget(work string, args []string) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	plugin := filepath.Join(dir, "fake-credential")
+	script := fmt.Sprintf("#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%%s\"}}' '%s'\n", Current().Token)
+	if err := os.WriteFile(plugin, []byte(script), 0o700); err != nil {
+		return nil, err
+	}
+	for _, auth := range cfg.AuthInfos {
+		*auth = clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			APIVersion:      "client.authentication.k8s.io/v1",
+			Command:         plugin,
+			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}}
+	}
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, b, 0o600); err != nil {
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
 		return nil, err
 	}
 	return NewTarget(kc, nil)

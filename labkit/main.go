@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -31,11 +32,23 @@ var current *Cluster
 // Current returns the cluster Main found or started. It is nil outside Main.
 func Current() *Cluster { return current }
 
+// Program is the shape of every lab's cmd/ tool: its code is a Main with
+// the arguments (without the program name) and where to write, returning the
+// exit code. cmd/TOOL/main.go calls it with os.Args[1:], os.Stdout,
+// os.Stderr; tests run it in-process.
+type Program func(args []string, stdout, stderr io.Writer) int
+
 // Main is a lab's TestMain: it finds a cluster (or starts an embedded one for
 // this test binary), runs the tests, and stops what it started. programs are
-// commands a script can run in-process (a lab's cmd/ tools), by name.
-func Main(m *testing.M, programs map[string]func()) {
-	testscript.Main(clusterM{m}, programs)
+// the lab's tools, which a script runs by name (`exec watchserver ...`):
+// testscript re-runs this test binary as the program, so it behaves as the
+// real command would, with its own stdout, stderr and exit code.
+func Main(m *testing.M, programs map[string]Program) {
+	cmds := make(map[string]func(), len(programs))
+	for name, p := range programs {
+		cmds[name] = func() { os.Exit(p(os.Args[1:], os.Stdout, os.Stderr)) }
+	}
+	testscript.Main(clusterM{m}, cmds)
 }
 
 // clusterM wraps testing.M so the cluster starts only in the test process

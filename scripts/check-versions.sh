@@ -20,12 +20,13 @@ bad=0
 # Any other patch of this minor release, as a Kubernetes (1.36.N) or a
 # staging-module (0.36.N) version, in any tracked text file but go.sum and
 # go.work.sum (which list checksums of every version a build ever resolved).
-# (Not \b: in "v0.36.3" the v and the 0 are both word characters.)
+# (Not \b: in a version written "v0.N.M", the v and the 0 are both word
+# characters, with no word boundary between them.)
 pattern="(^|[^0-9.])(${minor//./\\.}|0\\.${minor#1.})\\.[0-9]+"
 while IFS= read -r hit; do
   file=${hit%%:*}
   # In a go.mod, only Kubernetes' modules count (google.golang.org/protobuf
-  # v1.36.12 is not Kubernetes 1.36).
+  # has versions 1.36.N too, and they are not Kubernetes').
   if [[ $file == go.mod || $file == */go.mod ]] && [[ $hit != *k8s.io/* ]]; then
     continue
   fi

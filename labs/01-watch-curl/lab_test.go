@@ -1,7 +1,7 @@
 package watchcurl_test
 
 import (
-	"os"
+	"io"
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -11,8 +11,8 @@ import (
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/watch runnable from the scripts as `exec watch`.
 func TestMain(m *testing.M) {
-	labkit.Main(m, map[string]func(){
-		"watch": func() { os.Exit(watchapi.Main(os.Args[1:])) },
+	labkit.Main(m, map[string]labkit.Program{
+		"watch": func(args []string, stdout, stderr io.Writer) int { return watchapi.Main(args) },
 	})
 }
 

@@ -1,7 +1,7 @@
 package lab02_test
 
 import (
-	"os"
+	"io"
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -11,8 +11,8 @@ import (
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/listwatch runnable from the scripts as `exec listwatch`.
 func TestMain(m *testing.M) {
-	labkit.Main(m, map[string]func(){
-		"listwatch": func() { os.Exit(listwatchcmd.Main()) },
+	labkit.Main(m, map[string]labkit.Program{
+		"listwatch": func(args []string, stdout, stderr io.Writer) int { return listwatchcmd.Main() },
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,9 +30,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	labkit.Main(m, map[string]func(){
-		"watchserver": func() { os.Exit(watchserver.Main(os.Args[1:], os.Stderr)) },
-		"informer":    func() { os.Exit(informerMain(os.Args[1:])) },
+	labkit.Main(m, map[string]labkit.Program{
+		"watchserver": func(args []string, stdout, stderr io.Writer) int { return watchserver.Main(args, stderr) },
+		"informer":    func(args []string, stdout, stderr io.Writer) int { return informerMain(args) },
 	})
 }
 
