@@ -35,7 +35,7 @@ while IFS= read -r hit; do
     echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION (versions.env)"
     bad=1
   fi
-done < <(git ls-files -z | grep -zvE '(^|/)go(\.work)?\.sum$' | xargs -0 grep -nIE "$pattern" 2>/dev/null)
+done < <(git ls-files -z | grep -zvE '(^|/)go(\.work)?\.sum$' | xargs -0 grep -HnIE "$pattern" 2>/dev/null)
 
 # The Go modules must build the version versions.env names.
 k8s=$(grep -oE 'k8s\.io/kubernetes v[0-9][^[:space:]]*' cluster/go.mod | head -1 | cut -d' ' -f2)

@@ -4,7 +4,8 @@
 # up ($KUBECONFIG, else .cluster/kubeconfig); with none, it starts an embedded
 # one for the run and stops it at the end.
 #
-# What it runs, in order: the version check (scripts/check-versions.sh); the
+# What it runs, in order: the version and link checks (scripts/check-versions.sh,
+# scripts/check-links.sh); the
 # darwin cross-build and vet of every module (scripts/cross-build.sh, if
 # present); then per module go vet, go test -race (RACE=0 leaves the race
 # detector out, for a quicker run), every fuzz target for FUZZTIME (default
@@ -33,8 +34,9 @@ if ! command -v curl >/dev/null; then
 fi
 
 checks_failed=0
-echo "test.sh: checking that every file names the pinned versions"
+echo "test.sh: checking that every file names the pinned versions, and every upstream reference a real file"
 "$root/scripts/check-versions.sh" || checks_failed=1
+"$root/scripts/check-links.sh" || checks_failed=1
 if [[ -x "$root/scripts/cross-build.sh" ]]; then
   echo "test.sh: cross-building and vetting every module for macOS (darwin/arm64, darwin/amd64)"
   "$root/scripts/cross-build.sh" || checks_failed=1
@@ -101,7 +103,7 @@ echo
 echo "test.sh summary:"
 printf '  %s\n' "${summary[@]}"
 if [[ $checks_failed != 0 ]]; then
-  echo "  FAIL  checks (versions or cross-build: see above)"
+  echo "  FAIL  checks (versions, links or cross-build: see above)"
 fi
 echo "modules: $passed passed, $failed failed"
 [[ $failed == 0 && $checks_failed == 0 ]]
