@@ -374,3 +374,14 @@ func (w *fakeWatcher) pump() {
 
 func (w *fakeWatcher) Stop()                          { w.stopOnce.Do(func() { close(w.stopped) }) }
 func (w *fakeWatcher) ResultChan() <-chan watch.Event { return w.result }
+
+// List and Watch make the fake a cache.ListerWatcher too, which is what
+// client-go's NewSharedIndexInformer takes; it then uses the WithContext
+// methods (cache.ToListerWatcherWithContext).
+func (s *fakeServer) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return s.ListWithContext(context.Background(), opts)
+}
+
+func (s *fakeServer) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return s.WatchWithContext(context.Background(), opts)
+}
