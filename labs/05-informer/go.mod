@@ -3,6 +3,7 @@ module github.com/listwatch-labs/listwatch-labs/labs/05-informer
 go 1.26.0
 
 require (
+	github.com/rogpeppe/go-internal v1.16.0
 	k8s.io/api v0.36.4
 	k8s.io/apimachinery v0.36.4
 	k8s.io/client-go v0.36.4
