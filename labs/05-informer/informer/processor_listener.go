@@ -48,16 +48,19 @@ type processorListener struct {
 	upstreamSynced <-chan struct{}
 	initialPending atomic.Int64
 
-	// resyncLock guards the resync fields: resyncPeriod (0: never) and the
-	// earliest time of the next resync.
+	// requestedResyncPeriod is what the handler asked for; resyncPeriod
+	// what it gets (never below the informer's check period; 0: never).
+	requestedResyncPeriod time.Duration
+	// resyncLock guards resyncPeriod and nextResync, the earliest time of
+	// the next resync.
 	resyncLock   sync.Mutex
 	resyncPeriod time.Duration
 	nextResync   time.Time
 }
 
-func newProcessorListener(handler cache.ResourceEventHandler, resyncPeriod time.Duration, now time.Time, upstreamSynced <-chan struct{}) *processorListener {
+func newProcessorListener(handler cache.ResourceEventHandler, requested, resyncPeriod time.Duration, now time.Time, upstreamSynced <-chan struct{}) *processorListener {
 	return &processorListener{handler: handler, wake: make(chan struct{}, 1), upstreamSynced: upstreamSynced,
-		resyncPeriod: resyncPeriod, nextResync: now.Add(resyncPeriod)}
+		requestedResyncPeriod: requested, resyncPeriod: resyncPeriod, nextResync: now.Add(resyncPeriod)}
 }
 
 // HasSynced is true once the informer has synced and this handler has

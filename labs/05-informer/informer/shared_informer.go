@@ -151,13 +151,13 @@ func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEv
 				s.resyncCheckPeriod = resyncPeriod
 				s.processor.lock.RLock()
 				for l := range s.processor.listeners {
-					l.setResyncPeriod(determineResyncPeriod(l.resyncPeriod, resyncPeriod))
+					l.setResyncPeriod(determineResyncPeriod(l.requestedResyncPeriod, resyncPeriod))
 				}
 				s.processor.lock.RUnlock()
 			}
 		}
 	}
-	l := newProcessorListener(h, determineResyncPeriod(resyncPeriod, s.resyncCheckPeriod), s.clock.Now(), s.synced)
+	l := newProcessorListener(h, resyncPeriod, determineResyncPeriod(resyncPeriod, s.resyncCheckPeriod), s.clock.Now(), s.synced)
 	if !s.started {
 		s.processor.addListener(l)
 		return l, nil
@@ -186,12 +186,15 @@ func determineResyncPeriod(desired, check time.Duration) time.Duration {
 }
 
 // Run runs the informer until ctx ends, and returns when everything it
-// started has stopped.
+// started has stopped. An informer runs once: a second Run returns at once.
 func (s *SharedIndexInformer) Run(ctx context.Context) {
 	var queue fifo
-	func() {
+	if !func() bool {
 		s.startedLock.Lock()
 		defer s.startedLock.Unlock()
+		if s.started {
+			return false
+		}
 		if s.opts.UseDeltaFIFO {
 			queue = NewDeltaFIFO(s.indexer, s.opts.Transform)
 		} else {
@@ -203,7 +206,10 @@ func (s *SharedIndexInformer) Run(ctx context.Context) {
 		ropts.ShouldResync = func() bool { return s.processor.shouldResync(s.clock.Now()) }
 		s.reflector = NewReflector(s.lw, queue, ropts)
 		s.started = true
-	}()
+		return true
+	}() {
+		return
+	}
 
 	var wg sync.WaitGroup
 	// The processor stops after the FIFO loop, so no handler misses a
