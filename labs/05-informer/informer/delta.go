@@ -92,9 +92,10 @@ func MetaNamespaceKey(obj any) (string, error) {
 }
 
 // TransformFunc rewrites an object before it enters the queue (and so the
-// cache and the handlers), e.g. to drop fields nobody reads. It must be
-// idempotent: like upstream, an object of a streaming list may pass through
-// it twice. Upstream: cache.TransformFunc.
+// cache and the handlers), e.g. to drop fields nobody reads. Write it to be
+// idempotent: upstream applies it twice to an object of a streaming list
+// (in the Reflector's temporary store, then in the FIFO); ours applies it
+// once. Upstream: cache.TransformFunc.
 type TransformFunc func(obj any) (any, error)
 
 // StripManagedFields is a TransformFunc that drops metadata.managedFields,

@@ -1,6 +1,7 @@
 // Upstream: k8s.io/client-go@v0.36.4/tools/cache/index.go
-// (MetaNamespaceIndexFunc, NamespaceIndex) and the spec.nodeName index
-// kube-scheduler and kubelet-style controllers build on pods.
+// (MetaNamespaceIndexFunc, NamespaceIndex). The spec.nodeName and label
+// indexes are ours, of the kind a controller adds to an upstream informer
+// with AddIndexers.
 
 package informer
 
