@@ -1,0 +1,418 @@
+package informer
+
+// Differential tests: the same event sequences, generated at random from
+// seeds, fed through the fake server to our SharedIndexInformer and to
+// client-go's (k8s.io/client-go@v0.36.4/tools/cache.NewSharedIndexInformer,
+// with its v0.36.4 defaults: RealFIFO, AtomicFIFO, batches, WatchListClient).
+// Both run in a testing/synctest bubble, so every timer (backoff, watch
+// timeouts, resync) is on the bubble's fake clock, and after each step
+// synctest.Wait lets both settle before the next: the steps cut the handler
+// calls into segments that must match.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// diffStep is one step of a scenario, applied to the fake server.
+type diffStep struct {
+	op    string // create, update, delete, bookmark, end-watches, expire, add-handler, burst
+	names []string
+	value string
+}
+
+func (s diffStep) String() string { return fmt.Sprintf("%s %v %s", s.op, s.names, s.value) }
+
+// genScenario makes a scenario from seed: creates, updates, deletes,
+// bookmarks, watches ended by the server, 410s after which objects vanish
+// (or change, or appear) before the relist, and one handler added late.
+func genScenario(seed uint64) (initial []string, steps []diffStep) {
+	rng := rand.New(rand.NewPCG(seed, 42))
+	pool := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	exists := map[string]bool{}
+	pick := func(want bool) (string, bool) {
+		var c []string
+		for _, n := range pool {
+			if exists[n] == want {
+				c = append(c, n)
+			}
+		}
+		if len(c) == 0 {
+			return "", false
+		}
+		return c[rng.IntN(len(c))], true
+	}
+	for range 3 {
+		n, _ := pick(false)
+		exists[n] = true
+		initial = append(initial, n)
+	}
+	value := 0
+	next := func() string { value++; return fmt.Sprint(value) }
+	// writes returns up to k random writes, applied to exists.
+	writes := func(k int) (names []string, ops []string) {
+		for range k {
+			switch rng.IntN(3) {
+			case 0:
+				if n, ok := pick(false); ok {
+					exists[n] = true
+					names, ops = append(names, n), append(ops, "create")
+				}
+			case 1:
+				if n, ok := pick(true); ok {
+					names, ops = append(names, n), append(ops, "update")
+				}
+			case 2:
+				if n, ok := pick(true); ok {
+					exists[n] = false
+					names, ops = append(names, n), append(ops, "delete")
+				}
+			}
+		}
+		return names, ops
+	}
+	lateAt := 5 + rng.IntN(20)
+	for i := range 40 {
+		if i == lateAt {
+			steps = append(steps, diffStep{op: "add-handler"})
+			continue
+		}
+		switch r := rng.IntN(100); {
+		case r < 55:
+			names, ops := writes(1)
+			if len(names) == 1 {
+				steps = append(steps, diffStep{op: ops[0], names: names, value: next()})
+			}
+		case r < 65:
+			steps = append(steps, diffStep{op: "bookmark"})
+		case r < 73:
+			steps = append(steps, diffStep{op: "end-watches"})
+		case r < 85:
+			// A 410, then writes nobody watches before the relist.
+			names, ops := writes(1 + rng.IntN(4))
+			steps = append(steps, diffStep{op: "expire", names: names, value: strings.Join(ops, ",") + ":" + next()})
+		default:
+			names, ops := writes(2 + rng.IntN(5))
+			steps = append(steps, diffStep{op: "burst", names: names, value: strings.Join(ops, ",") + ":" + next()})
+		}
+	}
+	return initial, steps
+}
+
+// applyWrites applies "create,update,delete:V" to names.
+func applyWrites(srv *fakeServer, names []string, spec string) {
+	ops, value, _ := strings.Cut(spec, ":")
+	for i, op := range strings.Split(ops, ",") {
+		if i >= len(names) {
+			break
+		}
+		switch op {
+		case "create":
+			srv.create(names[i], value)
+		case "update":
+			srv.update(names[i], value)
+		case "delete":
+			srv.remove(names[i])
+		}
+	}
+}
+
+// informerUnderTest is what the runner needs of either informer.
+type informerUnderTest struct {
+	addHandler  func(h cache.ResourceEventHandler) func() bool // returns HasSynced
+	run         func(ctx context.Context)
+	cache       func() []any
+	cacheRV     func() string
+	reflectorRV func() string
+}
+
+func ourInformer(srv *fakeServer) informerUnderTest {
+	inf := NewSharedIndexInformer(srv, Options{Transform: StripManagedFields, Indexers: Indexers{NamespaceIndex: NamespaceIndexFunc}})
+	return informerUnderTest{
+		addHandler: func(h cache.ResourceEventHandler) func() bool {
+			reg, err := inf.AddEventHandler(h)
+			if err != nil {
+				panic(err)
+			}
+			return reg.HasSynced
+		},
+		run:         inf.Run,
+		cache:       inf.GetIndexer().List,
+		cacheRV:     inf.GetIndexer().LastStoreSyncResourceVersion,
+		reflectorRV: inf.LastSyncResourceVersion,
+	}
+}
+
+func clientGoInformer(srv *fakeServer) informerUnderTest {
+	inf := cache.NewSharedIndexInformerWithOptions(srv, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	if err := inf.SetTransform(func(obj any) (any, error) { return StripManagedFields(obj) }); err != nil {
+		panic(err)
+	}
+	return informerUnderTest{
+		addHandler: func(h cache.ResourceEventHandler) func() bool {
+			reg, err := inf.AddEventHandler(h)
+			if err != nil {
+				panic(err)
+			}
+			return reg.HasSynced
+		},
+		run:         inf.RunWithContext,
+		cache:       inf.GetStore().List,
+		cacheRV:     inf.GetIndexer().LastStoreSyncResourceVersion,
+		reflectorRV: inf.LastSyncResourceVersion,
+	}
+}
+
+// diffResult is what one run produced: per handler, the canonical segments;
+// the final cache; the resourceVersions.
+type diffResult struct {
+	handlers []string
+	cache    string
+	rvs      string
+}
+
+func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, initial []string, steps []diffStep) diffResult {
+	var res diffResult
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFakeServer(nil)
+		for _, n := range initial {
+			srv.create(n, "0")
+		}
+		inf := newInformer(srv)
+		recs := []*recorder{newRecorder()}
+		synced := []func() bool{inf.addHandler(recs[0])}
+		wasSynced := []bool{false}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); inf.run(ctx) }()
+		settle := func(d time.Duration) {
+			time.Sleep(d)
+			synctest.Wait()
+			for i, r := range recs {
+				if !wasSynced[i] && synced[i]() {
+					wasSynced[i] = true
+					r.record("", "synced")
+				}
+				r.cut()
+			}
+		}
+		settle(time.Second)
+		for _, s := range steps {
+			d := 2 * time.Second
+			switch s.op {
+			case "create":
+				srv.create(s.names[0], s.value)
+			case "update":
+				srv.update(s.names[0], s.value)
+			case "delete":
+				srv.remove(s.names[0])
+			case "bookmark":
+				srv.bookmark()
+			case "end-watches":
+				srv.endWatches()
+			case "expire":
+				srv.expire()
+				applyWrites(srv, s.names, s.value)
+				d = 3 * time.Minute // past the longest backoff step
+			case "burst":
+				applyWrites(srv, s.names, s.value)
+			case "add-handler":
+				r := newRecorder()
+				for range recs[0].segments[1:] {
+					r.cut() // align its segments with the first handler's
+				}
+				recs = append(recs, r)
+				synced = append(synced, inf.addHandler(r))
+				wasSynced = append(wasSynced, false)
+			}
+			settle(d)
+		}
+		for _, r := range recs {
+			res.handlers = append(res.handlers, r.canonical())
+		}
+		res.cache = cacheContent(inf.cache())
+		res.rvs = fmt.Sprintf("cache at %s, reflector at %s", inf.cacheRV(), inf.reflectorRV())
+		cancel()
+		<-done
+	})
+	return res
+}
+
+// TestDifferentialRandomScenarios: for each seed, the handler calls of every
+// handler (per step, per object in order), the final cache and the final
+// resourceVersions are identical between our informer and client-go's.
+func TestDifferentialRandomScenarios(t *testing.T) {
+	seeds := uint64(30)
+	if testing.Short() {
+		seeds = 5
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			initial, steps := genScenario(seed)
+			ours := runScenario(t, ourInformer, initial, steps)
+			theirs := runScenario(t, clientGoInformer, initial, steps)
+			if len(ours.handlers) != 2 || len(theirs.handlers) != 2 {
+				t.Fatalf("handlers: ours %d, client-go %d; want 2 each", len(ours.handlers), len(theirs.handlers))
+			}
+			for i := range ours.handlers {
+				if ours.handlers[i] != theirs.handlers[i] {
+					t.Errorf("handler %d differs.\nscenario: %v %v\n%s", i, initial, steps, lineDiff(ours.handlers[i], theirs.handlers[i]))
+				}
+			}
+			if ours.cache != theirs.cache {
+				t.Errorf("final cache differs:\nours:\n%s\nclient-go:\n%s", ours.cache, theirs.cache)
+			}
+			if ours.rvs != theirs.rvs {
+				t.Errorf("resourceVersions: ours %s; client-go %s", ours.rvs, theirs.rvs)
+			}
+			if !strings.Contains(ours.handlers[0], "(final state unknown)") && strings.Contains(fmt.Sprint(steps), "expire") && strings.Contains(fmt.Sprint(steps), "delete") {
+				t.Logf("seed %d: no delete went unseen (fine, but the scenario shows less)", seed)
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing line of two transcripts with context.
+func lineDiff(ours, theirs string) string {
+	a, b := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var la, lb string
+		if i < len(a) {
+			la = a[i]
+		}
+		if i < len(b) {
+			lb = b[i]
+		}
+		if la != lb {
+			from := max(0, i-5)
+			return fmt.Sprintf("first difference at line %d:\nours:      %q\nclient-go: %q\ncontext (ours):\n%s", i, la, lb, strings.Join(a[from:min(len(a), i+3)], "\n"))
+		}
+	}
+	return "(no difference)"
+}
+
+// TestDifferentialResync: with a 30s resync period, over 95 seconds of the
+// bubble's clock with a few changes in between, the handler that resyncs
+// and the one that does not (resync period 0) get the same calls from both
+// informers: resyncs at 30s, 60s and 90s for the first, none for the other,
+// and no LIST or watch request beyond the first.
+func TestDifferentialResync(t *testing.T) {
+	type run struct {
+		handlers [2]string
+		requests string
+	}
+	scenario := func(t *testing.T, useClientGo bool) run {
+		var out run
+		synctest.Test(t, func(t *testing.T) {
+			srv := newFakeServer(nil)
+			srv.create("a", "0")
+			srv.create("b", "0")
+			resyncing, quiet := newRecorder(), newRecorder()
+			var runInformer func(context.Context)
+			if useClientGo {
+				inf := cache.NewSharedIndexInformer(srv, &corev1.ConfigMap{}, 30*time.Second, cache.Indexers{})
+				inf.SetTransform(func(obj any) (any, error) { return StripManagedFields(obj) })
+				inf.AddEventHandler(resyncing)
+				inf.AddEventHandlerWithResyncPeriod(quiet, 0)
+				runInformer = inf.RunWithContext
+			} else {
+				inf := NewSharedIndexInformer(srv, Options{ResyncPeriod: 30 * time.Second, Transform: StripManagedFields})
+				inf.AddEventHandler(resyncing)
+				inf.AddEventHandlerWithResyncPeriod(quiet, 0)
+				runInformer = inf.Run
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); runInformer(ctx) }()
+			for i, d := range []time.Duration{10, 25, 20, 40} {
+				time.Sleep(d * time.Second)
+				synctest.Wait()
+				if i == 1 {
+					srv.update("a", "1")
+				}
+				if i == 2 {
+					srv.create("c", "2")
+				}
+				synctest.Wait()
+				resyncing.cut()
+				quiet.cut()
+			}
+			out.handlers = [2]string{resyncing.canonical(), quiet.canonical()}
+			lists, watches := srv.requests()
+			out.requests = fmt.Sprintf("%d LIST, %d WATCH", len(lists), len(watches))
+			cancel()
+			<-done
+		})
+		return out
+	}
+	ours, theirs := scenario(t, false), scenario(t, true)
+	if ours != theirs {
+		t.Errorf("ours:\n%s\n%s\n%s\nclient-go:\n%s\n%s\n%s", ours.handlers[0], ours.handlers[1], ours.requests, theirs.handlers[0], theirs.handlers[1], theirs.requests)
+	}
+	if n := strings.Count(ours.handlers[0], "rv1 v=0 -> b"); n != 0 {
+		t.Errorf("a resync paired different objects")
+	}
+	if n := strings.Count(ours.handlers[0], "OnUpdate b rv2 v=0 -> b rv2 v=0"); n != 3 {
+		t.Errorf("%d resyncs of b in 95s, want 3 (at 30s, 60s, 90s):\n%s", n, ours.handlers[0])
+	}
+	if strings.Contains(ours.handlers[1], "-> b rv2") {
+		t.Errorf("the handler without resync got a resync:\n%s", ours.handlers[1])
+	}
+	if ours.requests != "0 LIST, 1 WATCH" {
+		t.Errorf("requests: %s, want the one streaming list", ours.requests)
+	}
+}
+
+// TestDifferentialBlockedHandler: in both informers, a handler that blocks
+// does not delay another handler of the same informer.
+func TestDifferentialBlockedHandler(t *testing.T) {
+	for _, useClientGo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clientgo=%v", useClientGo), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFakeServer(nil)
+				stuck, free := newRecorder(), newRecorder()
+				stuck.block = make(chan struct{})
+				var runInformer func(context.Context)
+				if useClientGo {
+					inf := cache.NewSharedIndexInformer(srv, &corev1.ConfigMap{}, 0, cache.Indexers{})
+					inf.AddEventHandler(stuck)
+					inf.AddEventHandler(free)
+					runInformer = inf.RunWithContext
+				} else {
+					inf := NewSharedIndexInformer(srv, Options{})
+					inf.AddEventHandler(stuck)
+					inf.AddEventHandler(free)
+					runInformer = inf.Run
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); runInformer(ctx) }()
+				synctest.Wait()
+				for i := range 50 {
+					srv.create(fmt.Sprintf("cm-%02d", i), "1")
+				}
+				synctest.Wait()
+				if n := free.count(); n != 50 {
+					t.Errorf("free handler got %d of 50 calls while the other was stuck", n)
+				}
+				close(stuck.block)
+				synctest.Wait()
+				if n := stuck.count(); n != 50 {
+					t.Errorf("stuck handler got %d of 50 calls once released", n)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
