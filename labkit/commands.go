@@ -47,6 +47,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"privatecluster": cmdPrivateCluster,
 		"target":         cmdTarget,
 		"kubectl":        cmdKubectl,
+		"tcpproxy":       cmdTCPProxy,
 		"jsonvar":        cmdJSONVar,
 		"freeport":       cmdFreePort,
 	}

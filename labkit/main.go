@@ -178,6 +178,7 @@ func (r *run) setup(env *testscript.Env) error {
 		ready:   map[*Cluster]bool{},
 		watches: map[string]*RawWatch{},
 		bg:      map[string]*background{},
+		proxies: map[string]*tcpProxy{},
 		values:  map[any]any{},
 	}
 	env.Values[scriptKey{}] = s

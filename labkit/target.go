@@ -48,6 +48,7 @@ type script struct {
 	ready   map[*Cluster]bool   // targets on which $NS is prepared
 	watches map[string]*RawWatch
 	bg      map[string]*background // background kubectls
+	proxies map[string]*tcpProxy   // tcpproxy, by name
 	values  map[any]any            // a lab's own per-script state (ScriptValue)
 }
 
@@ -178,6 +179,9 @@ func (s *script) stop() {
 	}
 	for _, b := range s.bg {
 		b.stop()
+	}
+	for _, p := range s.proxies {
+		p.stop()
 	}
 	for _, c := range s.started {
 		if c != current {

@@ -6,12 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -26,9 +22,8 @@ import (
 // scriptCommands are this lab's testscript commands, on top of labkit's.
 func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"steps":    cmdSteps,
-		"lwlist":   cmdLWList,
-		"tcpproxy": cmdTCPProxy,
+		"steps":  cmdSteps,
+		"lwlist": cmdLWList,
 	}
 }
 
@@ -287,112 +282,3 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// tcpProxy forwards TCP connections to the apiserver, so a script can cut
-// the stream under a running watch without touching the apiserver (TLS
-// passes through untouched: the certificate is for 127.0.0.1, and so is
-// the proxy).
-type tcpProxy struct {
-	addr, target string
-	mu           sync.Mutex
-	listener     net.Listener
-	conns        map[net.Conn]bool
-}
-
-// proxies holds each script's proxy, by $WORK.
-var proxies sync.Map
-
-// tcpproxy start|cut|resume: `start` listens on 127.0.0.1 and writes
-// $WORK/proxy.kubeconfig, $KUBECONFIG with the proxy as server; `cut` closes
-// every connection and stops listening (connection refused from then on);
-// `resume` listens again on the same port.
-func cmdTCPProxy(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: tcpproxy start|cut|resume")
-	}
-	work := ts.Getenv("WORK")
-	switch args[0] {
-	case "start":
-		kc, err := clientcmd.LoadFromFile(ts.Getenv("KUBECONFIG"))
-		ts.Check(err)
-		p := &tcpProxy{conns: map[net.Conn]bool{}}
-		for _, cluster := range kc.Clusters {
-			u, err := url.Parse(cluster.Server)
-			ts.Check(err)
-			p.target = u.Host
-		}
-		ts.Check(p.listen("127.0.0.1:0"))
-		for _, cluster := range kc.Clusters {
-			cluster.Server = "https://" + p.addr
-		}
-		ts.Check(clientcmd.WriteToFile(*kc, ts.MkAbs("proxy.kubeconfig")))
-		proxies.Store(work, p)
-		ts.Defer(func() { p.cut(); proxies.Delete(work) })
-	case "cut", "resume":
-		v, ok := proxies.Load(work)
-		if !ok {
-			ts.Fatalf("tcpproxy: not started")
-		}
-		p := v.(*tcpProxy)
-		if args[0] == "cut" {
-			p.cut()
-		} else {
-			ts.Check(p.listen(p.addr))
-		}
-	default:
-		ts.Fatalf("usage: tcpproxy start|cut|resume")
-	}
-}
-
-func (p *tcpProxy) listen(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.listener, p.addr = l, l.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return // cut closed the listener
-			}
-			go p.forward(c)
-		}
-	}()
-	return nil
-}
-
-func (p *tcpProxy) forward(client net.Conn) {
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		client.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[client], p.conns[server] = true, true
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, client); done <- struct{}{} }()
-	go func() { io.Copy(client, server); done <- struct{}{} }()
-	<-done
-	client.Close()
-	server.Close()
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
-}
-
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.listener != nil {
-		p.listener.Close()
-		p.listener = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-}
