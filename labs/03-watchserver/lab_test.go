@@ -39,12 +39,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/watchserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/internal/watchservercmd"
 )
 
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]func(){
-		"watchserver": func() { os.Exit(watchserver.Main(os.Args[1:], os.Stderr)) },
+		"watchserver": func() { os.Exit(watchservercmd.Main(os.Args[1:], os.Stdout, os.Stderr)) },
 		"informer":    func() { os.Exit(informerMain(os.Args[1:])) },
 	})
 }
@@ -60,7 +61,7 @@ func TestScripts(t *testing.T) {
 // scriptState is what this lab's commands keep per script: the lab server
 // (started by the first `target lab`), background kubectls and watches.
 type scriptState struct {
-	lab     *watchserver.Instance
+	lab     *apiserver.Instance
 	bg      map[string]*background
 	watches map[string]*labkit.RawWatch
 }
@@ -136,7 +137,7 @@ func cmdTarget(ts *testscript.TestScript, neg bool, args []string) {
 	case "lab":
 		s := stateOf(ts)
 		if s.lab == nil {
-			in, err := watchserver.Start(watchserver.Config{
+			in, err := apiserver.Start(apiserver.Config{
 				Listen:        "127.0.0.1:0",
 				KubeconfigOut: ts.MkAbs("lab.kubeconfig"),
 				HistorySize:   *history,
@@ -146,11 +147,14 @@ func cmdTarget(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(os.WriteFile(ts.MkAbs("lab-ca.crt"), in.CAPEM, 0o600))
 			// On a real cluster the controller-manager's root-ca-cert-publisher
 			// puts kube-root-ca.crt in every namespace; we have no controllers,
-			// so the harness does it, and both servers hold the same objects.
-			_, err = in.Store.Create(&corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ts.Getenv("NS"), UID: "00000000-0000-4000-8000-000000000001", CreationTimestamp: metav1.Now()},
+			// so the harness does it, through the storage, and both servers
+			// hold the same objects.
+			ns := ts.Getenv("NS")
+			err = in.Storage(apiserver.ConfigMaps).Create(context.Background(), apiserver.ConfigMaps.Key(ns, "kube-root-ca.crt"), &corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns, UID: "00000000-0000-4000-8000-000000000001", CreationTimestamp: metav1.Now()},
 				Data:       map[string]string{"ca.crt": string(in.CAPEM)},
-			})
+			}, nil, 0)
 			ts.Check(err)
 		}
 		ts.Setenv("APISERVER", s.lab.URL)

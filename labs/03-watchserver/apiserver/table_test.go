@@ -1,13 +1,16 @@
-package watchserver
+package apiserver
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -31,7 +34,11 @@ func TestTablesForKubectl(t *testing.T) {
 		}
 		return resp
 	}
-	in.Store.Create(cm("a", nil))
+	cms := kubernetes.NewForConfigOrDie(restCfg).CoreV1().ConfigMaps("ns")
+	ctx := context.Background()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	resp := get("")
 	var table metav1.Table
@@ -46,8 +53,12 @@ func TestTablesForKubectl(t *testing.T) {
 	}
 
 	resp = get("?watch=1&resourceVersion=1&timeoutSeconds=1")
-	in.Store.Create(cm("b", nil))
-	in.Store.Delete("ns", "b")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	r := bufio.NewReader(resp.Body)
 	for i, wantHeaders := range []bool{true, false} {
 		line, err := r.ReadBytes('\n')
