@@ -55,6 +55,15 @@ var badRequests = []string{
 	"resourceVersion=-1",
 }
 
+// badPodRequests are checked on pods: their field selectors are the pod's
+// own (k8s.io/kubernetes@v1.36.4/pkg/apis/core/v1/conversion.go), with its
+// own error message.
+var badPodRequests = []string{
+	"fieldSelector=spec.bogus%3Dx",
+	"watch=1&fieldSelector=spec.nodeName%3Dn%2Cstatus.bogus%3Dy",
+	"watch=1&fieldSelector=spec.nodeName%3Dn&resourceVersion=abc",
+}
+
 // TestBadRequestsMatchRealServer sends every bad request to the real
 // apiserver and to our server and compares the Statuses.
 func TestBadRequestsMatchRealServer(t *testing.T) {
@@ -72,14 +81,21 @@ func TestBadRequestsMatchRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	requests := make([]string, 0, len(badRequests)+len(badPodRequests))
 	for _, query := range badRequests {
-		path := "/api/v1/namespaces/default/configmaps?" + query
+		requests = append(requests, "configmaps?"+query)
+	}
+	for _, query := range badPodRequests {
+		requests = append(requests, "pods?"+query)
+	}
+	for _, query := range requests {
+		path := "/api/v1/namespaces/default/" + query
 		want := fetchStatus(t, realClient, cluster.Server+path, "")
 		got := fetchStatus(t, labClient, lab.URL+path, lab.Token)
 		if !reflect.DeepEqual(got, want) {
 			g, _ := json.Marshal(got)
 			w, _ := json.Marshal(want)
-			t.Errorf("?%s\n ours: %s\n real: %s", query, g, w)
+			t.Errorf("%s\n ours: %s\n real: %s", query, g, w)
 		}
 	}
 }
