@@ -15,6 +15,14 @@
 // the RV is older than its history; GuaranteedUpdate retries tryUpdate until
 // the object did not change underneath; Delete checks preconditions.
 //
+// One thing it does as the Cacher does, not as the etcd3 store: the object
+// of every watch event is a cachingObject (caching_object.go), a
+// runtime.CacheableObject that the WatchServers of all watchers share, so an
+// event is encoded once. A consumer that needs the object itself (to read
+// its fields) calls GetObject, as upstream's handlers do with the Cacher's
+// events. Upstream's Cacher, given this storage, would need plain objects
+// (the etcd3 store's events carry them); lab 04's Cacher reads etcd.
+//
 // What it leaves out: persistence, TTLs, paging (limit/continue),
 // compaction (the history is a fixed-size ring; upstream's watch cache ring
 // starts at 100 events and is grown or shrunk between 100 and 102,400 so that
@@ -57,7 +65,7 @@ type Config struct {
 	// e.g. /registry/configmaps (see storage.PrepareKey).
 	ResourcePrefix string
 	// NewFunc returns an empty object of the resource's kind: what a
-	// BOOKMARK carries, and what Get returns with IgnoreNotFound.
+	// BOOKMARK carries, and what Get returns with IgnoreNotFound. Required.
 	NewFunc func() runtime.Object
 	// HistorySize is how many events a watch can be replayed from.
 	// Default 100, the watch cache's initial (and minimum) capacity.

@@ -25,35 +25,46 @@ import (
 // watchEncoder writes the frames of one watch. It is not shared between
 // watches: its buffers are reused from one event to the next.
 type watchEncoder struct {
-	embedded    runtime.Encoder // encodes the event's object
-	identifiers map[watch.EventType]runtime.Identifier
-	object      bytes.Buffer // the encoded object
-	frame       bytes.Buffer // the frame around it
+	embedded runtime.Encoder // encodes the event's object
+	perType  map[watch.EventType]*typeEncoder
+	object   bytes.Buffer // the encoded object
+	frame    bytes.Buffer // the frame around it
+}
+
+// typeEncoder is what CacheEncode needs for one event type: the
+// identifier of the frame and the function that makes it. Both are built
+// once per watch, not once per event.
+type typeEncoder struct {
+	id     runtime.Identifier
+	encode func(runtime.Object, io.Writer) error
 }
 
 func newWatchEncoder(embedded runtime.Encoder) *watchEncoder {
-	return &watchEncoder{embedded: embedded, identifiers: map[watch.EventType]runtime.Identifier{}}
+	return &watchEncoder{embedded: embedded, perType: map[watch.EventType]*typeEncoder{}}
 }
 
 // Encode writes one event as a frame: {"type":"ADDED","object":{...}}\n.
 func (e *watchEncoder) Encode(ev watch.Event, w io.Writer) error {
-	encode := func(obj runtime.Object, w io.Writer) error { return e.doEncode(ev.Type, obj, w) }
+	te := e.forType(ev.Type)
 	if co, ok := ev.Object.(runtime.CacheableObject); ok {
-		return co.CacheEncode(e.identifier(ev.Type), encode, w)
+		return co.CacheEncode(te.id, te.encode, w)
 	}
-	return encode(ev.Object, w)
+	return te.encode(ev.Object, w)
 }
 
-// identifier names what a cached frame depends on: the object encoder and
-// the event type (the same object may be sent as ADDED to one watcher and
-// MODIFIED to another).
-func (e *watchEncoder) identifier(typ watch.EventType) runtime.Identifier {
-	id, ok := e.identifiers[typ]
+// forType returns the encoder for one event type. The identifier names what
+// a cached frame depends on: the object encoder and the event type (the same
+// object may be sent as ADDED to one watcher and MODIFIED to another).
+func (e *watchEncoder) forType(typ watch.EventType) *typeEncoder {
+	te, ok := e.perType[typ]
 	if !ok {
-		id = runtime.Identifier("watch;encoder=" + string(e.embedded.Identifier()) + ";type=" + string(typ))
-		e.identifiers[typ] = id
+		te = &typeEncoder{
+			id:     runtime.Identifier("watch;encoder=" + string(e.embedded.Identifier()) + ";type=" + string(typ)),
+			encode: func(obj runtime.Object, w io.Writer) error { return e.doEncode(typ, obj, w) },
+		}
+		e.perType[typ] = te
 	}
-	return id
+	return te
 }
 
 // doEncode builds the frame by hand rather than marshalling a
