@@ -8,10 +8,10 @@
 //
 // A Resource is that description, cut down: no strategies (defaulting,
 // validation beyond names, status subresources), no per-version conversion.
-// The field names follow k8s.io/apiserver@v0.36.4/pkg/storage/cacher.Config
-// (ResourcePrefix, KeyFunc, GetAttrsFunc, IndexerFuncs, Indexers, NewFunc,
-// NewListFunc), so building a Cacher for a Resource is one assignment per
-// field.
+// The field names follow cacher.Config
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go: ResourcePrefix,
+// KeyFunc, GetAttrsFunc, IndexerFuncs, Indexers, NewFunc, NewListFunc), so
+// building a Cacher for a Resource is one assignment per field.
 
 package apiserver
 
