@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -506,3 +507,41 @@ func TestPeriodicBookmarks(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestMain fails the package if any watcher goroutine outlives its test:
+// Stop, a done context and Close must each end process.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCloseEndsWatchers: Close ends every watch and refuses writes, as a
+// server shutting down needs.
+func TestCloseEndsWatchers(t *testing.T) {
+	s := newStorage(10)
+	w := startWatch(t, context.Background(), s, prefix, watchOpts("0", nil))
+	s.Close()
+	for ev := range w.ResultChan() {
+		t.Fatalf("got %s after Close, want the watch to end", render(ev))
+	}
+	if err := s.Create(context.Background(), key(cm("a", nil)), cm("a", nil), nil, 0); !storage.IsInternalError(err) {
+		t.Fatalf("Create after Close: %v, want an internal error", err)
+	}
+}
+
+// TestGet: not found (or a zero object with IgnoreNotFound), and a
+// resourceVersion in the future is refused as upstream refuses it.
+func TestGet(t *testing.T) {
+	s := newStorage(10)
+	create(t, s, cm("a", map[string]string{"x": "y"}))
+	out := &corev1.ConfigMap{}
+	if err := s.Get(context.Background(), key(cm("a", nil)), storage.GetOptions{ResourceVersion: "1"}, out); err != nil || out.Labels["x"] != "y" {
+		t.Fatalf("Get: %v %+v", err, out.ObjectMeta)
+	}
+	if err := s.Get(context.Background(), key(cm("b", nil)), storage.GetOptions{}, out); !storage.IsNotFound(err) {
+		t.Fatalf("Get missing: %v, want not found", err)
+	}
+	if err := s.Get(context.Background(), key(cm("b", nil)), storage.GetOptions{IgnoreNotFound: true}, out); err != nil || out.Name != "" {
+		t.Fatalf("Get missing, IgnoreNotFound: %v %+v, want a zero object", err, out.ObjectMeta)
+	}
+	if err := s.Get(context.Background(), key(cm("a", nil)), storage.GetOptions{ResourceVersion: "5"}, out); !storage.IsTooLargeResourceVersion(err) {
+		t.Fatalf("Get at a future RV: %v, want Too large resource version", err)
+	}
+}
