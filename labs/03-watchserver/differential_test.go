@@ -73,7 +73,7 @@ func TestBadRequestsMatchRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lab.Close()
-	post(t, lab, "a") // so resourceVersion=1 exists on both
+	post(t, lab, "a") // so there is a write on both
 	labClient := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(t, lab.CAPEM)}}
 	defer labClient.CloseIdleConnections()
 	realClient, err := rest.HTTPClientFor(cluster.Config)

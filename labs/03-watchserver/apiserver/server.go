@@ -94,9 +94,11 @@ type Instance struct {
 func (in *Instance) Storage(r *Resource) storage.Interface { return in.storages[r] }
 
 // memStorageFor returns Config.Storage's default: in-memory storages that
-// share one revision, as the resources of one etcd do.
+// share one revision, as the resources of one etcd do. It starts at 1, as a
+// new etcd's revision does, so no LIST ever reports resourceVersion "0",
+// which a client would pass on to mean "any".
 func memStorageFor(cfg Config) func(*Resource) (storage.Interface, func(), error) {
-	revision := &memstorage.Revision{}
+	revision := memstorage.NewRevision(1)
 	return func(r *Resource) (storage.Interface, func(), error) {
 		s := memstorage.New(memstorage.Config{
 			ResourcePrefix:    r.ResourcePrefix,

@@ -151,7 +151,7 @@ func TestTooOldOverHTTP(t *testing.T) {
 		t.Fatalf("status %d: a too-old watch is still a 200; the error is an event", resp.StatusCode)
 	}
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}` + "\n"
+	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (3)","reason":"Expired","code":410}}` + "\n"
 	if line != want {
 		t.Fatalf("got  %s\nwant %s", line, want)
 	}
@@ -214,7 +214,7 @@ func TestCreateWithCurlShapedBody(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 201 || !strings.Contains(string(body), `"resourceVersion":"1"`) || !strings.Contains(string(body), `"kind":"ConfigMap"`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"resourceVersion":"2"`) || !strings.Contains(string(body), `"kind":"ConfigMap"`) {
 		t.Fatalf("HTTP %d %s", resp.StatusCode, body)
 	}
 	// Bad input is a Status, never a panic.

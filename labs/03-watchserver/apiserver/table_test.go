@@ -44,7 +44,7 @@ func TestTablesForKubectl(t *testing.T) {
 	var table metav1.Table
 	json.NewDecoder(resp.Body).Decode(&table)
 	resp.Body.Close()
-	if table.Kind != "Table" || len(table.ColumnDefinitions) != 3 || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "a" || table.ResourceVersion != "1" {
+	if table.Kind != "Table" || len(table.ColumnDefinitions) != 3 || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "a" || table.ResourceVersion != "2" {
 		t.Fatalf("LIST as Table: %+v", table)
 	}
 	var row metav1.PartialObjectMetadata
@@ -52,7 +52,7 @@ func TestTablesForKubectl(t *testing.T) {
 		t.Fatalf("row object %s: want PartialObjectMetadata (includeObject defaults to Metadata)", table.Rows[0].Object.Raw)
 	}
 
-	resp = get("?watch=1&resourceVersion=1&timeoutSeconds=1")
+	resp = get("?watch=1&resourceVersion=2&timeoutSeconds=1")
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,14 @@ import (
 // and a Pod write never get the same resourceVersion.
 type Revision struct{ last atomic.Uint64 }
 
+// NewRevision returns a Revision whose current value is start: the next
+// write gets start+1.
+func NewRevision(start uint64) *Revision {
+	r := &Revision{}
+	r.last.Store(start)
+	return r
+}
+
 func (r *Revision) current() uint64 { return r.last.Load() }
 func (r *Revision) next() uint64    { return r.last.Add(1) }
 

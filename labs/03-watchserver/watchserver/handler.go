@@ -70,6 +70,9 @@ func ServeWatch(w http.ResponseWriter, req *http.Request, scope *WatchScope, nam
 	// makes a context that is already done, as upstream's does; what the
 	// storage answers then is its business (memstorage: an ERROR event for
 	// RV "", an empty stream otherwise, as upstream's Cacher).
+	// A timeout of 0 (no timeoutSeconds and MinRequestTimeout 0) means no
+	// deadline: our choice for tests. Upstream always sets one, and its
+	// --min-request-timeout is never 0 by default (1800 s).
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
 	if timeout != 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)

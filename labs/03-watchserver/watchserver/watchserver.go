@@ -74,8 +74,9 @@ func headerHas(h http.Header, name, token string) bool {
 func (s *WatchServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if IsWebSocketRequest(req) {
 		// websocket.Server with no Handshake accepts any Origin; the
-		// default websocket.Handler would insist on one. Browsers are not
-		// our clients, and the bearer token already authenticated the request.
+		// default websocket.Handler would insist on one. The Origin check
+		// protects cookie-authenticated browsers from other sites' pages;
+		// here the bearer token has already authenticated the request.
 		websocket.Server{Handler: s.HandleWS}.ServeHTTP(w, req)
 		return
 	}
