@@ -103,6 +103,7 @@ type Storage struct {
 
 	mu       sync.Mutex
 	objects  map[string]runtime.Object // key -> object, resourceVersion set
+	wrapped  map[string]*cachingObject // key -> the same object, as its last event carried it
 	history  []*event                  // ring buffer, oldest at start
 	start    int                       // index of the oldest event in history
 	size     int                       // number of events in history
@@ -142,6 +143,7 @@ func New(cfg Config) *Storage {
 		revision: cfg.Revision,
 		chanSize: suggestedWatchChannelSize(cfg.HistorySize),
 		objects:  map[string]runtime.Object{},
+		wrapped:  map[string]*cachingObject{},
 		history:  make([]*event, cfg.HistorySize),
 		startRV:  cfg.Revision.current(),
 		watchers: map[*watcher]struct{}{},
@@ -450,6 +452,13 @@ func (s *Storage) Delete(ctx context.Context, key string, out runtime.Object, pr
 // cacher.go, dispatchEvent and its timer.)
 func (s *Storage) recordLocked(ev *event) {
 	ev.cached = newCachingObject(ev.object)
+	// The current object keeps its wrapper, so the initial events of every
+	// watch that starts later share one encoding too.
+	if ev.typ == watch.Deleted {
+		delete(s.wrapped, ev.key)
+	} else {
+		s.wrapped[ev.key] = ev.cached
+	}
 	capacity := len(s.history)
 	if s.size == capacity {
 		s.start = (s.start + 1) % capacity

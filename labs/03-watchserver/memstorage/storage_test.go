@@ -439,6 +439,24 @@ func TestEncodeOnce(t *testing.T) {
 	}
 }
 
+// TestInitialEventsShareEncodings: two watches that start with the current
+// state get the same object for it, so a herd of informers starting at once
+// encodes each object once, not once per informer.
+func TestInitialEventsShareEncodings(t *testing.T) {
+	s := newStorage(10)
+	create(t, s, cm("a", nil))
+	var objects []runtime.Object
+	for range 2 {
+		opts := watchOpts("", nil)
+		opts.SendInitialEvents = ptr(true)
+		ev := <-startWatch(t, context.Background(), s, prefix, opts).ResultChan()
+		objects = append(objects, ev.Object)
+	}
+	if objects[0] != objects[1] {
+		t.Fatalf("initial events carry %p and %p, want the same caching object", objects[0], objects[1])
+	}
+}
+
 // The bookmark tests run in a synctest bubble: time is fake and advances
 // only when every goroutine of the bubble is blocked, so "2 s before a
 // deadline 10 s away" takes no wall-clock time and cannot flake.

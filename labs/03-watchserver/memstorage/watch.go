@@ -88,7 +88,7 @@ func (s *Storage) Watch(ctx context.Context, key string, opts storage.ListOption
 	case initial || legacyInitial:
 		for _, k := range s.sortedKeysLocked() {
 			if obj := s.objects[k]; w.inScope(k) && w.matches(obj) {
-				w.initial = append(w.initial, watch.Event{Type: watch.Added, Object: newCachingObject(obj)})
+				w.initial = append(w.initial, watch.Event{Type: watch.Added, Object: s.wrapped[k]})
 			}
 		}
 		if initial && w.bookmarks {
