@@ -8,7 +8,7 @@
 // of parameters a watch uses by hand, so a reader sees each one, and build the
 // same errors from the same apimachinery constructors, so the Status a client
 // receives (code, reason, message, causes) is byte for byte the real one.
-// Left out: limit/continue paging, resourceVersionMatch=Exact lists and the
+// Left out: limit/continue paging (limit is checked, then ignored) and the
 // feature gate itself (WatchList is on by default since v1.34; we always act
 // as if it is on).
 
