@@ -500,7 +500,8 @@ func TestNoPreTimeoutBookmarkUnderTwoSeconds(t *testing.T) {
 }
 
 // TestPeriodicBookmarks: without a deadline, a bookmark every
-// BookmarkFrequency, each only if the RV moved.
+// BookmarkFrequency, once the storage has moved past the watch's start RV
+// (cache_watcher.go, cacheWatcher.process: event.ResourceVersion > resourceVersion).
 func TestPeriodicBookmarks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newStorage(10)
@@ -515,8 +516,10 @@ func TestPeriodicBookmarks(t *testing.T) {
 		if got := render(<-w.ResultChan()); got != "BOOKMARK 1 map[]" || time.Since(start) != time.Minute {
 			t.Fatalf("got %s after %v, want BOOKMARK 1 after 1m", got, time.Since(start))
 		}
-		// Nothing changes in the second minute: that bookmark is skipped.
-		time.Sleep(time.Minute + time.Second)
+		// Nothing changes in the second minute: the same bookmark again.
+		if got := render(<-w.ResultChan()); got != "BOOKMARK 1 map[]" || time.Since(start) != 2*time.Minute {
+			t.Fatalf("got %s after %v, want BOOKMARK 1 again after 2m", got, time.Since(start))
+		}
 		create(t, s, cm("y", nil)) // RV 2
 		if got := render(<-w.ResultChan()); got != "BOOKMARK 2 map[]" || time.Since(start) != 3*time.Minute {
 			t.Fatalf("got %s after %v, want BOOKMARK 2 after 3m", got, time.Since(start))

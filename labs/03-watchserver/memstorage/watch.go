@@ -113,7 +113,6 @@ func (s *Storage) Watch(ctx context.Context, key string, opts storage.ListOption
 			}
 		}
 	}
-	w.lastRV = w.after
 	if s.closed {
 		close(w.input) // nothing more will come: end after the initial events
 	} else {
@@ -179,7 +178,6 @@ type watcher struct {
 	deadline  time.Time     // zero: none
 	initial   []watch.Event // sent before anything from input
 	after     uint64        // live events with RV <= after were already covered
-	lastRV    uint64        // RV of the last event sent (only process touches it)
 
 	input    chan *event
 	result   chan watch.Event
@@ -207,7 +205,7 @@ func (w *watcher) process(ctx context.Context) {
 		return
 	}
 	for _, ev := range w.initial {
-		if !w.send(ctx, ev, w.after) {
+		if !w.send(ctx, ev) {
 			return
 		}
 	}
@@ -266,13 +264,12 @@ func (w *watcher) forward(ctx context.Context, ev *event) bool {
 	if !ok {
 		return true
 	}
-	return w.send(ctx, out, ev.rv)
+	return w.send(ctx, out)
 }
 
-func (w *watcher) send(ctx context.Context, ev watch.Event, rv uint64) bool {
+func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
 	select {
 	case w.result <- ev:
-		w.lastRV = max(w.lastRV, rv)
 		return true
 	case <-ctx.Done():
 		return false
@@ -292,8 +289,11 @@ func (w *watcher) send(ctx context.Context, ev watch.Event, rv uint64) bool {
 //	old matched, new does not:  DELETED old, with the change's RV
 func (w *watcher) convert(ev *event) (watch.Event, bool) {
 	if ev.typ == watch.Bookmark {
-		// Only a bookmark that moves the client forward is worth sending.
-		if !w.bookmarks || ev.rv <= w.lastRV {
+		// As cacheWatcher.process: a bookmark is sent if its RV is past
+		// the one the watch started from, even if the watcher has already
+		// seen an event at that RV (then it tells the client nothing new,
+		// but costs little).
+		if !w.bookmarks || ev.rv <= w.after {
 			return watch.Event{}, false
 		}
 		return watch.Event{Type: watch.Bookmark, Object: ev.cached}, true
