@@ -26,12 +26,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/watchserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/internal/watchservercmd"
 )
 
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]labkit.Program{
-		"watchserver": func(args []string, stdout, stderr io.Writer) int { return watchserver.Main(args, stderr) },
+		"watchserver": watchservercmd.Main,
 		"informer":    func(args []string, stdout, stderr io.Writer) int { return informerMain(args) },
 	})
 }
@@ -53,7 +54,7 @@ func startLab(work string, args []string) (*labkit.Cluster, error) {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(work, "lab.kubeconfig")
-	in, err := watchserver.Start(watchserver.Config{
+	in, err := apiserver.Start(apiserver.Config{
 		Listen:        "127.0.0.1:0",
 		KubeconfigOut: kubeconfig,
 		HistorySize:   *history,
@@ -67,14 +68,14 @@ func startLab(work string, args []string) (*labkit.Cluster, error) {
 	}
 	// On a real cluster the controller-manager's root-ca-cert-publisher puts
 	// kube-root-ca.crt in every namespace; we have no controllers (and no
-	// Namespaces), so the harness does it, and both servers hold the same
-	// objects.
+	// Namespaces), so the harness does it, through the storage, and both
+	// servers hold the same objects.
 	c.PrepareNamespace = func(ns string) error {
-		_, err := in.Store.Create(&corev1.ConfigMap{
+		return in.Storage(apiserver.ConfigMaps).Create(context.Background(), apiserver.ConfigMaps.Key(ns, "kube-root-ca.crt"), &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns, UID: "00000000-0000-4000-8000-000000000001", CreationTimestamp: metav1.Now()},
 			Data:       map[string]string{"ca.crt": string(in.CAPEM)},
-		})
-		return err
+		}, nil, 0)
 	}
 	return c, nil
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/watchserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
 )
 
 // TestWebsocketWatchBothServers watches over a websocket (upstream's
@@ -24,7 +24,7 @@ import (
 // event, and the same transcript.
 func TestWebsocketWatchBothServers(t *testing.T) {
 	cluster := labkit.Current()
-	lab, err := watchserver.Start(watchserver.Config{Listen: "127.0.0.1:0"})
+	lab, err := apiserver.Start(apiserver.Config{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

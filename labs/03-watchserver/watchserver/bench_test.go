@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,10 +27,10 @@ func benchObjects(n int) []*corev1.ConfigMap {
 	out := make([]*corev1.ConfigMap, n)
 	for i := range out {
 		out[i] = &corev1.ConfigMap{
-			TypeMeta: configMapType,
+			TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprintf("cm-%05d", i), Namespace: "bench", UID: "8f2a5c1e-0000-4000-8000-000000000000",
-				ResourceVersion: formatRV(uint64(1000 + i)), Labels: map[string]string{"app": "bench", "tier": "backend"},
+				ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"app": "bench", "tier": "backend"},
 				CreationTimestamp: metav1.NewTime(time.Date(2026, 7, 22, 0, 0, 0, 0, time.UTC)),
 			},
 			Data: map[string]string{"color": "blue", "size": "large", "index": fmt.Sprint(i)},
@@ -38,11 +39,52 @@ func benchObjects(n int) []*corev1.ConfigMap {
 	return out
 }
 
-// chanSource is an EventSource over a channel the benchmark fills.
-type chanSource chan *Event
+// benchChanSize is the watcher channel size upstream gives a resource
+// without indexes at most (watch_cache.go, suggestedWatchChannelSize).
+const benchChanSize = 100
 
-func (c chanSource) ResultChan() <-chan *Event { return c }
-func (c chanSource) Stop()                     {}
+// cachingObject stands in for the storage's: a kruntime.CacheableObject that
+// encodes once per identifier, then hands every writer the same bytes.
+// (memstorage's and upstream's cacher's are unexported.)
+type cachingObject struct {
+	kruntime.Object
+	mu      sync.Mutex
+	entries map[kruntime.Identifier]*cachedEncoding
+	encodes atomic.Int64
+}
+
+type cachedEncoding struct {
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+func newCachingObject(obj kruntime.Object) *cachingObject {
+	return &cachingObject{Object: obj, entries: map[kruntime.Identifier]*cachedEncoding{}}
+}
+
+func (c *cachingObject) CacheEncode(id kruntime.Identifier, encode func(kruntime.Object, io.Writer) error, w io.Writer) error {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	if !ok {
+		e = &cachedEncoding{}
+		c.entries[id] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		var buf bytes.Buffer
+		e.err = encode(c.Object.DeepCopyObject(), &buf)
+		e.raw = buf.Bytes()
+		c.encodes.Add(1)
+	})
+	if e.err != nil {
+		return e.err
+	}
+	_, err := w.Write(e.raw)
+	return err
+}
+
+func (c *cachingObject) GetObject() kruntime.Object { return c.Object.DeepCopyObject() }
 
 // noTimeout is a handlers.TimeoutFactory whose channel never fires.
 type noTimeout struct{}
@@ -68,37 +110,22 @@ func upstreamWatchServer(w watch.Interface) *handlers.WatchServer {
 	}
 }
 
-// producer feeds the objects of one watch to one implementation; it is
-// where the lab encodes (once per event) and upstream does not (its
-// WatchServer encodes per watcher).
-type impl struct {
-	name string
-	// handler serves one watch; feed is called with a function that
-	// receives every object, in order, and must return when all are sent.
-	handler func(feed func(send func(*corev1.ConfigMap))) http.Handler
+// labWatchServer serves one watch with the lab's WatchServer.
+func labWatchServer(w watch.Interface) http.Handler {
+	return &WatchServer{Watching: w, Encoder: JSONEncoder{Typer: scheme.Scheme}, MediaType: "application/json"}
 }
 
-var impls = []impl{
-	{"lab", func(feed func(func(*corev1.ConfigMap))) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ch := make(chanSource, watcherBufSize)
-			go func() {
-				defer close(ch)
-				feed(func(obj *corev1.ConfigMap) { ch <- NewEvent(watch.Modified, obj, nil, 0) })
-			}()
-			(&WatchServer{Watching: ch, MediaType: "application/json"}).HandleHTTP(w, r)
-		})
-	}},
-	{"upstream", func(feed func(func(*corev1.ConfigMap))) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ch := make(chan watch.Event, watcherBufSize)
-			go func() {
-				defer close(ch)
-				feed(func(obj *corev1.ConfigMap) { ch <- watch.Event{Type: watch.Modified, Object: obj} })
-			}()
-			upstreamWatchServer(watch.NewProxyWatcher(ch)).HandleHTTP(w, r)
-		})
-	}},
+func upstreamHandler(w watch.Interface) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { upstreamWatchServer(w).HandleHTTP(rw, r) })
+}
+
+// impl is one way to serve a watch, and the objects it is fed: plain
+// objects (each WatchServer encodes each event), or caching objects shared
+// by all watchers of an event (encode once).
+type impl struct {
+	name    string
+	serve   func(watch.Interface) http.Handler
+	caching bool
 }
 
 // readFrames reads a watch body to its end and returns how many frames it held.
@@ -138,18 +165,23 @@ func measure(b *testing.B, eventsPerOp int, fn func()) {
 
 // BenchmarkWatchServer streams the same 10,000 ConfigMap events to one
 // client over loopback HTTP/1.1, through our WatchServer and through
-// k8s.io/apiserver's.
+// k8s.io/apiserver's, both given plain objects: one watcher, so there is
+// nothing to share.
 func BenchmarkWatchServer(b *testing.B) {
 	const n = 10000
 	objects := benchObjects(n)
-	feed := func(send func(*corev1.ConfigMap)) {
-		for _, obj := range objects {
-			send(obj)
-		}
-	}
-	for _, im := range impls {
+	for _, im := range []impl{{"lab", labWatchServer, false}, {"upstream", upstreamHandler, false}} {
 		b.Run("impl="+im.name, func(b *testing.B) {
-			srv := httptest.NewServer(im.handler(feed))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ch := make(chan watch.Event, benchChanSize)
+				go func() {
+					defer close(ch)
+					for _, obj := range objects {
+						ch <- watch.Event{Type: watch.Modified, Object: obj}
+					}
+				}()
+				im.serve(watch.NewProxyWatcher(ch)).ServeHTTP(w, r)
+			}))
 			defer srv.Close()
 			client := srv.Client()
 			defer client.CloseIdleConnections()
@@ -169,45 +201,36 @@ func BenchmarkWatchServer(b *testing.B) {
 }
 
 // BenchmarkFanout sends each of 1,000 events to 100 watchers, each its own
-// loopback HTTP connection. The lab encodes an event once and all 100
-// watchers write the same bytes; upstream's WatchServer, given plain objects,
-// encodes it 100 times. (In a real apiserver the cacher wraps objects in a
-// cachingObject to get the lab's behaviour back; that type is internal.)
+// loopback HTTP connection, as the storage's dispatch would: one producer,
+// one channel per watcher. impl=lab gives the lab's WatchServer one caching
+// object per event, as memstorage does, so it encodes once and 100 handlers
+// write the same bytes; impl=upstream gives k8s.io/apiserver's WatchServer
+// plain objects, so it encodes 100 times; impl=upstream-caching gives
+// upstream's WatchServer the same caching objects as the lab's: its
+// watchEncoder uses CacheEncode too (response.go), which is how a real
+// apiserver, whose cacher wraps events in a cachingObject, encodes once.
 func BenchmarkFanout(b *testing.B) {
 	const events, watchers = 1000, 100
 	objects := benchObjects(events)
-	for _, im := range []string{"lab", "upstream"} {
-		b.Run("impl="+im, func(b *testing.B) {
-			// One producer per iteration; each watcher's handler reads from
-			// its own channel, filled by the producer in turn, as the
-			// cacher's dispatchEvents does.
+	for _, im := range []impl{{"lab", labWatchServer, true}, {"upstream", upstreamHandler, false}, {"upstream-caching", upstreamHandler, true}} {
+		b.Run("impl="+im.name, func(b *testing.B) {
 			var mu sync.Mutex
-			var labChans []chanSource
-			var upChans []chan watch.Event
+			var chans []chan watch.Event
 			ready := make(chan struct{}, watchers)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if im == "lab" {
-					ch := make(chanSource, watcherBufSize)
-					mu.Lock()
-					labChans = append(labChans, ch)
-					mu.Unlock()
-					ready <- struct{}{}
-					(&WatchServer{Watching: ch, MediaType: "application/json"}).HandleHTTP(w, r)
-					return
-				}
-				ch := make(chan watch.Event, watcherBufSize)
+				ch := make(chan watch.Event, benchChanSize)
 				mu.Lock()
-				upChans = append(upChans, ch)
+				chans = append(chans, ch)
 				mu.Unlock()
 				ready <- struct{}{}
-				upstreamWatchServer(watch.NewProxyWatcher(ch)).HandleHTTP(w, r)
+				im.serve(watch.NewProxyWatcher(ch)).ServeHTTP(w, r)
 			}))
 			defer srv.Close()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: watchers, MaxConnsPerHost: watchers}}
 			defer client.CloseIdleConnections()
 
 			measure(b, events*watchers, func() {
-				labChans, upChans = nil, nil
+				chans = nil
 				var wg sync.WaitGroup
 				errs := make(chan error, watchers)
 				for range watchers {
@@ -228,21 +251,15 @@ func BenchmarkFanout(b *testing.B) {
 					<-ready
 				}
 				for _, obj := range objects {
-					if im == "lab" {
-						ev := NewEvent(watch.Modified, obj, nil, 0) // once, for all
-						for _, ch := range labChans {
-							ch <- ev
-						}
-					} else {
-						for _, ch := range upChans {
-							ch <- watch.Event{Type: watch.Modified, Object: obj}
-						}
+					ev := watch.Event{Type: watch.Modified, Object: obj}
+					if im.caching {
+						ev.Object = newCachingObject(obj) // once, for all watchers
+					}
+					for _, ch := range chans {
+						ch <- ev
 					}
 				}
-				for _, ch := range labChans {
-					close(ch)
-				}
-				for _, ch := range upChans {
+				for _, ch := range chans {
 					close(ch)
 				}
 				wg.Wait()

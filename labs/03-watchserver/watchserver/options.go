@@ -8,7 +8,7 @@
 // of parameters a watch uses by hand, so a reader sees each one, and build the
 // same errors from the same apimachinery constructors, so the Status a client
 // receives (code, reason, message, causes) is byte for byte the real one.
-// Left out: limit/continue paging, resourceVersionMatch=Exact lists and the
+// Left out: limit/continue paging (limit is checked, then ignored) and the
 // feature gate itself (WatchList is on by default since v1.34; we always act
 // as if it is on).
 
@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -61,8 +62,11 @@ func queryBool(q url.Values, key string) (value, present bool) {
 // order: decode (400 BadRequest on a malformed value), default, validate
 // (422 Invalid on a forbidden combination), then convert field selector
 // labels (400 BadRequest). forceWatch is true on the legacy /watch/ paths.
-// name is the object name of a single-object request, or "".
-func ParseListOptions(q url.Values, forceWatch bool, name string) (*ListOptions, error) {
+// name is the object name of a single-object request, or "". convertField
+// is the kind's field label conversion (upstream: the scheme's
+// FieldLabelConversionFunc for the kind); nil means the two metadata fields
+// every object has (runtime.DefaultMetaV1FieldSelectorConversion).
+func ParseListOptions(q url.Values, forceWatch bool, name string, convertField runtime.FieldLabelConversionFunc) (*ListOptions, error) {
 	opts := &ListOptions{}
 
 	// 1. Decode. Each failure here is the conversion error itself, wrapped
@@ -115,12 +119,14 @@ func ParseListOptions(q url.Values, forceWatch bool, name string) (*ListOptions,
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 
-	// 4. Field selectors: a ConfigMap supports only the two metadata fields
-	// every object has (runtime.DefaultMetaV1FieldSelectorConversion).
-	for _, r := range opts.FieldSelector.Requirements() {
-		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %q, %q", r.Field, "metadata.name", "metadata.namespace"))
-		}
+	// 4. Field selectors: each kind knows its own selectable fields (a
+	// ConfigMap only the two metadata fields, a Pod also spec.nodeName and
+	// a few more). The conversion's error is the message, as in listOpts.
+	if convertField == nil {
+		convertField = runtime.DefaultMetaV1FieldSelectorConversion
+	}
+	if opts.FieldSelector, err = opts.FieldSelector.Transform(fields.TransformFunc(convertField)); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 
 	// A request for one object (/configmaps/NAME) is a field selector on
@@ -178,17 +184,4 @@ func validateListOptions(opts *ListOptions, cont string) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
 	}
 	return errs
-}
-
-// parseRV parses a resourceVersion the way storage.APIObjectVersioner does:
-// "" and "0" are 0, anything else must be an unsigned decimal.
-func parseRV(rv string) (uint64, error) {
-	if rv == "" || rv == "0" {
-		return 0, nil
-	}
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return 0, field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), rv, err.Error())}.ToAggregate()
-	}
-	return n, nil
 }

@@ -29,7 +29,7 @@ func TestParseListOptionsErrors(t *testing.T) {
 		{"limit=abc", 400, "BadRequest", `strconv.ParseInt: parsing "abc": invalid syntax`},
 	} {
 		q, _ := url.ParseQuery(tc.query)
-		_, err := ParseListOptions(q, false, "")
+		_, err := ParseListOptions(q, false, "", nil)
 		status, ok := err.(apierrors.APIStatus)
 		if !ok {
 			t.Errorf("%s: err = %v, want a Status error", tc.query, err)
@@ -57,7 +57,7 @@ func TestWatchListDefaulting(t *testing.T) {
 		{"watch=xyz", "true", "NotOlderThan", false, "any value but 0/false turns watch on"},
 	} {
 		q, _ := url.ParseQuery(tc.query)
-		opts, err := ParseListOptions(q, false, "")
+		opts, err := ParseListOptions(q, false, "", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.query, err)
 		}
@@ -73,10 +73,10 @@ func TestWatchListDefaulting(t *testing.T) {
 
 func TestNameMustAgreeWithFieldSelector(t *testing.T) {
 	q, _ := url.ParseQuery("fieldSelector=metadata.name%3Db")
-	if _, err := ParseListOptions(q, true, "a"); err == nil || err.Error() != "fieldSelector metadata.name doesn't match requested name" {
+	if _, err := ParseListOptions(q, true, "a", nil); err == nil || err.Error() != "fieldSelector metadata.name doesn't match requested name" {
 		t.Fatalf("err = %v", err)
 	}
-	opts, err := ParseListOptions(url.Values{}, true, "a")
+	opts, err := ParseListOptions(url.Values{}, true, "a", nil)
 	if err != nil || opts.FieldSelector.String() != "metadata.name=a" {
 		t.Fatalf("opts %v, err %v: a named watch is a metadata.name selector", opts, err)
 	}

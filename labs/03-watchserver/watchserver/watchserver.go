@@ -3,37 +3,33 @@
 // which picks HandleWS for a websocket upgrade and HandleHTTP otherwise.
 //
 // What we keep: one long HTTP response per watch; a frame written per event
-// and a flush only when no further event is already waiting; the four ways a
+// (encoded once for all watchers when the object allows it: encode.go) and a
+// flush only when no further event is already waiting; the four ways a
 // stream ends (results closed, client gone, timeout, server shutting down).
 // What we simplify: one media type (application/json, so frames are
-// newline-delimited JSON and encoded before they get here: see event.go);
-// no metrics, tracing, memory allocator pool or Table conversion.
+// newline-delimited JSON); no metrics, tracing or memory allocator pool.
 
 package watchserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
 
 	"golang.org/x/net/websocket"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
-// EventSource is what a WatchServer streams from: upstream's watch.Interface,
-// with events that already carry their encoded frame.
-type EventSource interface {
-	// ResultChan delivers events until it is closed.
-	ResultChan() <-chan *Event
-	// Stop releases the source; the WatchServer calls it when it returns.
-	Stop()
-}
-
-// WatchServer serves one watch: it copies frames from Watching to the client
-// until one of the ends below. Build one per request, then call ServeHTTP.
+// WatchServer serves one watch: it encodes the events of Watching and writes
+// them to the client until one of the ends below. Build one per request,
+// then call ServeHTTP.
 //
 // The stream ends, and ServeHTTP returns, when:
-//   - Watching's channel is closed (the store ended this watcher, or sent a
-//     final ERROR event such as 410 Expired);
+//   - Watching's channel is closed (the storage ended this watcher, or sent
+//     a final ERROR event such as 410 Expired);
 //   - the client goes away (the request context is cancelled);
 //   - Timeout passes (the client asked with timeoutSeconds, or the server
 //     chose one): the response ends normally, the client simply re-watches;
@@ -42,11 +38,15 @@ type EventSource interface {
 //
 // In every case Watching.Stop is called, so no goroutine is left behind.
 type WatchServer struct {
-	Watching EventSource
-	// MediaType is the response Content-Type: application/json in the body
-	// of each frame; the ";stream=watch" suffix tells clients it is a stream.
+	Watching watch.Interface
+	// Encoder encodes each event's object (upstream: EmbeddedEncoder).
+	Encoder runtime.Encoder
+	// MediaType is the response Content-Type. For JSON it is plain
+	// application/json: upstream adds ";stream=watch" only for other media
+	// types (handlers/watch.go, serveWatchHandler).
 	MediaType string
-	// Timeout ends the stream after this long; 0 means never.
+	// Timeout ends the stream after this long; 0 or less means never (a
+	// negative timeoutSeconds is handled by the watch handler: handler.go).
 	Timeout time.Duration
 	// ShuttingDown, when closed, ends the stream (nil: never).
 	ShuttingDown <-chan struct{}
@@ -74,8 +74,9 @@ func headerHas(h http.Header, name, token string) bool {
 func (s *WatchServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if IsWebSocketRequest(req) {
 		// websocket.Server with no Handshake accepts any Origin; the
-		// default websocket.Handler would insist on one. Browsers are not
-		// our clients, and the bearer token already authenticated the request.
+		// default websocket.Handler would insist on one. The Origin check
+		// protects cookie-authenticated browsers from other sites' pages;
+		// here the bearer token has already authenticated the request.
 		websocket.Server{Handler: s.HandleWS}.ServeHTTP(w, req)
 		return
 	}
@@ -103,7 +104,7 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		// A ResponseWriter wrapper that hides Flush would turn a watch into
 		// a response that never arrives. Upstream answers 500 the same way.
-		writeStatus(w, req, internalError("unable to start watch - can't get http.Flusher"))
+		writeInternalError(w, "unable to start watch - can't get http.Flusher")
 		return
 	}
 	timeout, stopTimer := s.timeoutCh()
@@ -116,6 +117,7 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
+	encoder := newWatchEncoder(s.Encoder)
 	events := s.Watching.ResultChan()
 	done := req.Context().Done()
 	for {
@@ -133,10 +135,8 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 			if !ok {
 				return
 			}
-			// The frame is shared with every other watcher of this event:
-			// we only write it, never modify it.
-			if _, err := w.Write(ev.Frame); err != nil {
-				return // the client went away mid-write
+			if err := encoder.Encode(ev, w); err != nil {
+				return // the client went away mid-write, or the object cannot be encoded
 			}
 			// Flush only when nothing else is already waiting. A burst of
 			// events then leaves in a few large writes instead of one
@@ -150,9 +150,11 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // HandleWS streams frames over a websocket, one message per event, as
-// upstream's HandleWS does for clients (browsers, kubectl proxy users) that
-// cannot read a streamed HTTP body. A websocket message is its own frame,
-// so no flushing is involved; the client speaks only to close.
+// upstream's HandleWS does for clients that cannot read a streamed HTTP body
+// (browsers' JavaScript, mostly). kubectl proxy users do not need it: the
+// proxy relays the chunked stream as it is (lab 01's proxy exercise). A
+// websocket message is its own frame, so no flushing is involved; the client
+// speaks only to close.
 func (s *WatchServer) HandleWS(ws *websocket.Conn) {
 	defer s.Watching.Stop()
 	defer ws.Close()
@@ -173,6 +175,8 @@ func (s *WatchServer) HandleWS(ws *websocket.Conn) {
 
 	// Text frames: our payload is JSON. Each Write is one message.
 	ws.PayloadType = websocket.TextFrame
+	encoder := newWatchEncoder(s.Encoder)
+	var message bytes.Buffer
 	events := s.Watching.ResultChan()
 	for {
 		select {
@@ -186,10 +190,25 @@ func (s *WatchServer) HandleWS(ws *websocket.Conn) {
 			if !ok {
 				return
 			}
-			// The trailing newline stays, as in upstream's websocket framer.
-			if _, err := ws.Write(ev.Frame); err != nil {
+			// One Write is one message. The trailing newline stays, as in
+			// upstream's websocket framer.
+			message.Reset()
+			if err := encoder.Encode(ev, &message); err != nil {
+				return
+			}
+			if _, err := ws.Write(message.Bytes()); err != nil {
 				return
 			}
 		}
 	}
+}
+
+// writeInternalError answers a 500 Status before the stream has started.
+func writeInternalError(w http.ResponseWriter, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusInternalServerError)
+	json.NewEncoder(w).Encode(map[string]any{
+		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
+		"status": "Failure", "message": message, "reason": "InternalError", "code": http.StatusInternalServerError,
+	})
 }

@@ -2,38 +2,43 @@ package watchserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// fakeSource is a fake EventSource for unit tests of the WatchServer alone:
-// the test decides what is queued and sees whether Stop was called.
+// fakeSource is a fake watch.Interface for unit tests of the WatchServer
+// alone: the test decides what is queued and sees whether Stop was called.
 type fakeSource struct {
-	ch       chan *Event
+	ch       chan watch.Event
 	stopped  chan struct{}
 	stopOnce sync.Once
 }
 
 func newFakeSource(buffer int) *fakeSource {
-	return &fakeSource{ch: make(chan *Event, buffer), stopped: make(chan struct{})}
+	return &fakeSource{ch: make(chan watch.Event, buffer), stopped: make(chan struct{})}
 }
 
-func (f *fakeSource) ResultChan() <-chan *Event { return f.ch }
-func (f *fakeSource) Stop()                     { f.stopOnce.Do(func() { close(f.stopped) }) }
+func (f *fakeSource) ResultChan() <-chan watch.Event { return f.ch }
+func (f *fakeSource) Stop()                          { f.stopOnce.Do(func() { close(f.stopped) }) }
 
 func (f *fakeSource) waitStopped(t *testing.T) {
 	t.Helper()
@@ -44,9 +49,25 @@ func (f *fakeSource) waitStopped(t *testing.T) {
 	}
 }
 
-func testEvent(typ watch.EventType, name string, rv uint64) *Event {
-	cm := &corev1.ConfigMap{TypeMeta: configMapType, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: formatRV(rv)}}
-	return NewEvent(typ, cm, nil, rv)
+var testEncoder = JSONEncoder{Typer: scheme.Scheme}
+
+func testEvent(typ watch.EventType, name string, rv uint64) watch.Event {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: strconv.FormatUint(rv, 10)}}
+	return watch.Event{Type: typ, Object: cm}
+}
+
+// frame is what the WatchServer must write for ev.
+func frame(t *testing.T, ev watch.Event) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := newWatchEncoder(testEncoder).Encode(ev, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func newServer(src watch.Interface) *WatchServer {
+	return &WatchServer{Watching: src, Encoder: testEncoder, MediaType: "application/json"}
 }
 
 // flushCounter is a ResponseWriter that records writes and counts flushes.
@@ -63,11 +84,11 @@ func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		ev := testEvent(watch.Added, "cm", uint64(i))
 		src.ch <- ev
-		want.Write(ev.Frame)
+		want.WriteString(frame(t, ev))
 	}
 	close(src.ch)
 	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
-	(&WatchServer{Watching: src, MediaType: "application/json"}).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	newServer(src).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
 
 	if got := rec.Body.String(); got != want.String() {
 		t.Fatalf("body:\n%s\nwant the five frames in order:\n%s", got, want.String())
@@ -89,7 +110,7 @@ func TestEveryLoneEventIsFlushed(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&WatchServer{Watching: src, MediaType: "application/json"}).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		newServer(src).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	}()
 	for i := 1; i <= 3; i++ {
 		src.ch <- testEvent(watch.Modified, "cm", uint64(i))
@@ -101,25 +122,47 @@ func TestEveryLoneEventIsFlushed(t *testing.T) {
 	}
 }
 
-func TestTimeoutEndsTheStreamCleanly(t *testing.T) {
+// TestTimeoutEndsTheStream runs in a synctest bubble: the 30 s timeout
+// passes in fake time, as soon as the handler has nothing else to do.
+func TestTimeoutEndsTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newFakeSource(1)
+		server := newServer(src)
+		server.Timeout = 30 * time.Second
+		src.ch <- testEvent(watch.Added, "a", 1)
+		rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+		start := time.Now()
+		server.HandleHTTP(rec, httptest.NewRequest("GET", "/", nil)) // returns at the timeout
+		if waited := time.Since(start); waited != 30*time.Second {
+			t.Fatalf("HandleHTTP returned after %v, want exactly the 30s timeout", waited)
+		}
+		if !strings.Contains(rec.Body.String(), `"name":"a"`) {
+			t.Fatalf("body %q lacks the event sent before the timeout", rec.Body)
+		}
+		src.waitStopped(t)
+	})
+}
+
+// TestTimeoutEndsTheResponseCleanly: over real HTTP/1.1, the end at the
+// timeout is a normal end of the response (the last chunk), not a broken
+// connection. Nothing here measures time: a 1 ms timeout only makes the
+// test short.
+func TestTimeoutEndsTheResponseCleanly(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	src := newFakeSource(1)
-	srv := httptest.NewServer(&WatchServer{Watching: src, MediaType: "application/json", Timeout: 200 * time.Millisecond})
+	server := newServer(src)
+	server.Timeout = time.Millisecond
+	srv := httptest.NewServer(server)
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
-	src.ch <- testEvent(watch.Added, "a", 1)
-
 	resp, err := srv.Client().Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := io.ReadAll(resp.Body) // returns at the timeout
+	_, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		t.Fatalf("reading until the timeout: %v; a timeout must end the response normally (last chunk), not break it", err)
-	}
-	if !strings.Contains(string(body), `"name":"a"`) {
-		t.Fatalf("body %q lacks the event sent before the timeout", body)
 	}
 	src.waitStopped(t)
 }
@@ -127,7 +170,7 @@ func TestTimeoutEndsTheStreamCleanly(t *testing.T) {
 func TestClientDisconnectStopsTheWatcher(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	src := newFakeSource(1)
-	srv := httptest.NewServer(&WatchServer{Watching: src, MediaType: "application/json"})
+	srv := httptest.NewServer(newServer(src))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
@@ -159,7 +202,9 @@ func TestServerShutdownEndsEveryStream(t *testing.T) {
 		src := sources[next]
 		next++
 		mu.Unlock()
-		(&WatchServer{Watching: src, MediaType: "application/json", ShuttingDown: shuttingDown}).ServeHTTP(w, r)
+		server := newServer(src)
+		server.ShuttingDown = shuttingDown
+		server.ServeHTTP(w, r)
 	})}
 	server.RegisterOnShutdown(func() { close(shuttingDown) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -202,7 +247,7 @@ func TestHTTP1IsChunkedAndHTTP2IsAStream(t *testing.T) {
 		src.ch <- testEvent(watch.Added, "a", 1)
 		src.ch <- testEvent(watch.Modified, "a", 2)
 		close(src.ch)
-		srv := httptest.NewUnstartedServer(&WatchServer{Watching: src, MediaType: "application/json"})
+		srv := httptest.NewUnstartedServer(newServer(src))
 		srv.EnableHTTP2 = h2
 		srv.StartTLS()
 		resp, err := srv.Client().Get(srv.URL)
@@ -234,47 +279,70 @@ func TestWebsocketSendsOneMessagePerEvent(t *testing.T) {
 	first, second := testEvent(watch.Added, "a", 1), testEvent(watch.Deleted, "a", 2)
 	src.ch <- first
 	src.ch <- second
-	srv := httptest.NewServer(&WatchServer{Watching: src, MediaType: "application/json"})
+	srv := httptest.NewServer(newServer(src))
 	defer srv.Close()
 	ws, err := websocket.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), "", "http://127.0.0.1/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []*Event{first, second} {
+	for _, want := range []watch.Event{first, second} {
 		var msg string
 		if err := websocket.Message.Receive(ws, &msg); err != nil {
 			t.Fatal(err)
 		}
-		if msg != string(want.Frame) {
-			t.Fatalf("message %q, want the frame %q", msg, want.Frame)
+		if msg != frame(t, want) {
+			t.Fatalf("message %q, want the frame %q", msg, frame(t, want))
 		}
 	}
 	ws.Close() // the client leaves: the server must notice and stop
 	src.waitStopped(t)
 }
 
-// TestEncodeOnce: all watchers of one event write the very same bytes.
-func TestEncodeOnce(t *testing.T) {
-	store := NewStore(10, 0)
-	var watchers []*Watcher
-	for range 3 {
-		w, err := store.Watch(WatchOptions{SendInitialEvents: ptr(false)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		watchers = append(watchers, w)
-	}
-	store.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}})
-	var frames [][]byte
-	for _, w := range watchers {
-		frames = append(frames, (<-w.ResultChan()).Frame)
-	}
-	for i := 1; i < len(frames); i++ {
-		if &frames[i][0] != &frames[0][0] {
-			t.Fatalf("watcher %d got its own copy of the frame; the store must hand every watcher the same *Event", i)
-		}
-	}
+// countingCachingObject is a fake runtime.CacheableObject: it caches one
+// serialization per identifier, like the storages' caching objects, and
+// counts how often it had to encode.
+type countingCachingObject struct {
+	runtime.Object
+	mu      sync.Mutex
+	cache   map[runtime.Identifier][]byte
+	encodes int
 }
 
-func ptr[T any](v T) *T { return &v }
+func (c *countingCachingObject) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cache[id]; !ok {
+		var buf bytes.Buffer
+		if err := encode(c.Object.DeepCopyObject(), &buf); err != nil {
+			return err
+		}
+		c.cache[id] = buf.Bytes()
+		c.encodes++
+	}
+	_, err := w.Write(c.cache[id])
+	return err
+}
+
+func (c *countingCachingObject) GetObject() runtime.Object { return c.Object.DeepCopyObject() }
+
+// TestEncodeOnce: three WatchServers write the same event; the object is
+// encoded once, and all three write the same bytes. The same object sent as
+// another event type is a different frame, so it is encoded again.
+func TestEncodeOnce(t *testing.T) {
+	shared := &countingCachingObject{Object: testEvent(watch.Added, "a", 1).Object, cache: map[runtime.Identifier][]byte{}}
+	var bodies []string
+	for _, typ := range []watch.EventType{watch.Added, watch.Added, watch.Added, watch.Modified} {
+		src := newFakeSource(1)
+		src.ch <- watch.Event{Type: typ, Object: shared}
+		close(src.ch)
+		rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+		newServer(src).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		bodies = append(bodies, rec.Body.String())
+	}
+	if shared.encodes != 2 || bodies[0] != bodies[1] || bodies[1] != bodies[2] || !strings.HasPrefix(bodies[3], `{"type":"MODIFIED"`) {
+		t.Fatalf("%d encodes, bodies %q: want one encoding for the three ADDED frames (use CacheEncode when the object is a runtime.CacheableObject) and one for MODIFIED", shared.encodes, bodies)
+	}
+	if want := frame(t, testEvent(watch.Added, "a", 1)); bodies[0] != want {
+		t.Fatalf("cached frame %q, want %q", bodies[0], want)
+	}
+}

@@ -1,6 +1,6 @@
 // Command watchserver is a minimal Kubernetes API server for core/v1
-// ConfigMaps: an in-memory store, discovery, CRUD, and watches served by the
-// lab's WatchServer. It writes a kubeconfig that kubectl and client-go use
+// ConfigMaps and Pods: in-memory storage, discovery, CRUD, and watches served
+// by the lab's WatchServer. It writes a kubeconfig that kubectl and client-go use
 // as is:
 //
 //	go run ./labs/03-watchserver/cmd/watchserver --listen 127.0.0.1:18080 --kubeconfig-out /tmp/ws.kubeconfig
@@ -10,9 +10,9 @@ package main
 import (
 	"os"
 
-	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/watchserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/internal/watchservercmd"
 )
 
 func main() {
-	os.Exit(watchserver.Main(os.Args[1:], os.Stderr))
+	os.Exit(watchservercmd.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

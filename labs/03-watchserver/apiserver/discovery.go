@@ -16,7 +16,7 @@
 // and needs no schema. So we publish exactly that one fact, not the schemas:
 // kubectl explain, which needs them, does not work here.
 
-package watchserver
+package apiserver
 
 import (
 	"net/http"
@@ -26,69 +26,73 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 )
 
-func (s *Server) apiVersions(w http.ResponseWriter, req *http.Request) {
-	writeJSON(w, req, http.StatusOK, &metav1.APIVersions{
+func (s *server) apiVersions(w http.ResponseWriter, req *http.Request) {
+	writeObject(w, req, http.StatusOK, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
-			{ClientCIDR: "0.0.0.0/0", ServerAddress: s.Address},
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: s.address},
 		},
 	})
 }
 
-func (s *Server) apiResources(w http.ResponseWriter, req *http.Request) {
-	writeJSON(w, req, http.StatusOK, &metav1.APIResourceList{
-		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList"},
-		GroupVersion: "v1",
-		APIResources: []metav1.APIResource{{
-			Name:         "configmaps",
-			SingularName: "configmap",
+func (s *server) apiResources(w http.ResponseWriter, req *http.Request) {
+	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList"}, GroupVersion: "v1"}
+	for _, r := range s.resources {
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name:         r.GroupResource.Resource,
+			SingularName: r.SingularName,
 			Namespaced:   true,
-			Kind:         "ConfigMap",
+			Kind:         r.Kind,
 			Verbs:        metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"},
-			ShortNames:   []string{"cm"},
-		}},
-	})
+			ShortNames:   r.ShortNames,
+		})
+	}
+	writeObject(w, req, http.StatusOK, list)
 }
 
-func (s *Server) apiGroups(w http.ResponseWriter, req *http.Request) {
-	writeJSON(w, req, http.StatusOK, &metav1.APIGroupList{
+func (s *server) apiGroups(w http.ResponseWriter, req *http.Request) {
+	writeObject(w, req, http.StatusOK, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   []metav1.APIGroup{},
 	})
 }
 
 // openAPIRoot lists the group versions that have an OpenAPI v3 document.
-func (s *Server) openAPIRoot(w http.ResponseWriter, req *http.Request) {
-	writeJSON(w, req, http.StatusOK, map[string]any{
+func (s *server) openAPIRoot(w http.ResponseWriter, req *http.Request) {
+	writeAny(w, req, map[string]any{
 		"paths": map[string]any{"api/v1": map[string]string{"serverRelativeURL": "/openapi/v3/api/v1?hash=lab03"}},
 	})
 }
 
 // openAPICoreV1 is a minimal OpenAPI v3 document for the core group: the
-// PATCH operation of ConfigMaps and its fieldValidation parameter.
-func (s *Server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
-	patch := map[string]any{
-		"operationId":                     "patchCoreV1NamespacedConfigMap",
-		"x-kubernetes-action":             "patch",
-		"x-kubernetes-group-version-kind": map[string]string{"group": "", "version": "v1", "kind": "ConfigMap"},
-		"parameters": []map[string]any{{
-			"name": "fieldValidation", "in": "query", "schema": map[string]string{"type": "string"},
-			"description": "Strict (reject unknown fields), Warn (accept, with a Warning header) or Ignore.",
-		}},
-		"responses": map[string]any{"200": map[string]string{"description": "OK"}},
+// PATCH operation of each resource and its fieldValidation parameter.
+func (s *server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
+	paths := map[string]any{}
+	for _, r := range s.resources {
+		patch := map[string]any{
+			"operationId":                     "patchCoreV1Namespaced" + r.Kind,
+			"x-kubernetes-action":             "patch",
+			"x-kubernetes-group-version-kind": map[string]string{"group": "", "version": "v1", "kind": r.Kind},
+			"parameters": []map[string]any{{
+				"name": "fieldValidation", "in": "query", "schema": map[string]string{"type": "string"},
+				"description": "Strict (reject unknown fields), Warn (accept, with a Warning header) or Ignore.",
+			}},
+			"responses": map[string]any{"200": map[string]string{"description": "OK"}},
+		}
+		paths["/api/v1/namespaces/{namespace}/"+r.GroupResource.Resource+"/{name}"] = map[string]any{"patch": patch}
 	}
-	writeJSON(w, req, http.StatusOK, map[string]any{
+	writeAny(w, req, map[string]any{
 		"openapi": "3.0.0",
 		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.36.4"},
-		"paths":   map[string]any{"/api/v1/namespaces/{namespace}/configmaps/{name}": map[string]any{"patch": patch}},
+		"paths":   paths,
 	})
 }
 
 // version answers /version with the Kubernetes version whose behaviour we
 // reproduce, so `kubectl version` shows no skew warning.
-func (s *Server) version(w http.ResponseWriter, req *http.Request) {
-	writeJSON(w, req, http.StatusOK, &version.Info{
+func (s *server) version(w http.ResponseWriter, req *http.Request) {
+	writeAny(w, req, &version.Info{
 		Major: "1", Minor: "36", GitVersion: "v1.36.4", GitTreeState: "clean",
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,

@@ -1,24 +1,31 @@
-package watchserver
+package apiserver
 
 import (
 	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/memstorage"
 )
 
 // startInstance runs the whole server on a free port for one test.
@@ -56,7 +63,7 @@ func TestKubeconfigIsPrivateAndUsable(t *testing.T) {
 		t.Fatalf("version %v, %v", v, err)
 	}
 	res, err := client.Discovery().ServerResourcesForGroupVersion("v1")
-	if err != nil || len(res.APIResources) != 1 || res.APIResources[0].Name != "configmaps" {
+	if err != nil || len(res.APIResources) != 2 || res.APIResources[0].Name != "configmaps" || res.APIResources[1].Name != "pods" {
 		t.Fatalf("discovery %v, %v", res, err)
 	}
 	// Without the token: 401, as a Status.
@@ -144,7 +151,7 @@ func TestTooOldOverHTTP(t *testing.T) {
 		t.Fatalf("status %d: a too-old watch is still a 200; the error is an event", resp.StatusCode)
 	}
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}` + "\n"
+	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (3)","reason":"Expired","code":410}}` + "\n"
 	if line != want {
 		t.Fatalf("got  %s\nwant %s", line, want)
 	}
@@ -207,7 +214,7 @@ func TestCreateWithCurlShapedBody(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 201 || !strings.Contains(string(body), `"resourceVersion":"1"`) || !strings.Contains(string(body), `"kind":"ConfigMap"`) {
+	if resp.StatusCode != 201 || !strings.Contains(string(body), `"resourceVersion":"2"`) || !strings.Contains(string(body), `"kind":"ConfigMap"`) {
 		t.Fatalf("HTTP %d %s", resp.StatusCode, body)
 	}
 	// Bad input is a Status, never a panic.
@@ -282,5 +289,170 @@ func TestFieldValidation(t *testing.T) {
 		if tc.status == "400" && !strings.Contains(string(out), `ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"datta\"`) {
 			t.Fatalf("Strict: %s", out)
 		}
+	}
+}
+
+// TestPodsByNodeName: a kubelet's watch, fieldSelector=spec.nodeName=NODE,
+// sees only its node's pods, including a pod that is bound to it later (a
+// MODIFIED that starts matching arrives as ADDED).
+func TestPodsByNodeName(t *testing.T) {
+	in, restCfg, _ := startInstance(t, Config{})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods := client.CoreV1().Pods("lab")
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	if _, err := pods.Create(ctx, pod("on-a", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Create(ctx, pod("on-b", "node-b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	onA := metav1.ListOptions{FieldSelector: "spec.nodeName=node-a"}
+	list, err := pods.List(ctx, onA)
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "on-a" {
+		t.Fatalf("list by node: %v %v", list, err)
+	}
+	onA.ResourceVersion = list.ResourceVersion
+	w, err := pods.Watch(ctx, onA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := pods.Create(ctx, pod("unbound", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Patch(ctx, "unbound", types.StrategicMergePatchType, []byte(`{"spec":{"nodeName":"node-a"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if p, ok := ev.Object.(*corev1.Pod); !ok || ev.Type != "ADDED" || p.Name != "unbound" || p.Spec.NodeName != "node-a" {
+			t.Fatalf("event %s %v, want ADDED unbound on node-a", ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watch of node-a never saw the pod bound to it")
+	}
+	// A pod's DELETE answers the deleted pod (ReturnDeletedObject).
+	httpClient, _ := rest.HTTPClientFor(restCfg)
+	defer httpClient.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodDelete, in.URL+"/api/v1/namespaces/lab/pods/on-b", nil)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"kind":"Pod"`) {
+		t.Fatalf("DELETE pod: HTTP %d %s, want the pod", resp.StatusCode, body)
+	}
+	// Field selectors are checked per kind, with upstream's words.
+	_, err = pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.bogus=x"})
+	if err == nil || err.Error() != "field label not supported: spec.bogus" {
+		t.Fatalf("bad pod field selector: %v", err)
+	}
+	_, err = client.CoreV1().ConfigMaps("lab").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=x"})
+	if err == nil || !strings.Contains(err.Error(), `"spec.nodeName" is not a known field selector`) {
+		t.Fatalf("configmaps by spec.nodeName: %v", err)
+	}
+}
+
+// countingStorage is a delegating wrapper around another storage.Interface
+// that counts the calls the server makes. Serving from it proves that the
+// server depends only on the interface, not on memstorage.
+type countingStorage struct {
+	storage.Interface
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingStorage) count(method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[method]++
+}
+
+func (c *countingStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	c.count("Create")
+	return c.Interface.Create(ctx, key, obj, out, ttl)
+}
+
+func (c *countingStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	c.count("Get")
+	return c.Interface.Get(ctx, key, opts, out)
+}
+
+func (c *countingStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	c.count("GetList")
+	return c.Interface.GetList(ctx, key, opts, listObj)
+}
+
+func (c *countingStorage) GuaranteedUpdate(ctx context.Context, key string, dest runtime.Object, ignoreNotFound bool,
+	pre *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object) error {
+	c.count("GuaranteedUpdate")
+	return c.Interface.GuaranteedUpdate(ctx, key, dest, ignoreNotFound, pre, tryUpdate, cached)
+}
+
+func (c *countingStorage) Delete(ctx context.Context, key string, out runtime.Object, pre *storage.Preconditions,
+	validate storage.ValidateObjectFunc, cached runtime.Object, opts storage.DeleteOptions) error {
+	c.count("Delete")
+	return c.Interface.Delete(ctx, key, out, pre, validate, cached, opts)
+}
+
+func (c *countingStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	c.count("Watch")
+	return c.Interface.Watch(ctx, key, opts)
+}
+
+// TestServesFromAnyStorage plugs a storage of its own into Config.Storage,
+// as lab 04 plugs its Cacher, and runs an informer and CRUD through it.
+func TestServesFromAnyStorage(t *testing.T) {
+	counting := map[string]*countingStorage{}
+	_, restCfg, _ := startInstance(t, Config{Storage: func(r *Resource) (storage.Interface, func(), error) {
+		inner := memstorage.New(memstorage.Config{ResourcePrefix: r.ResourcePrefix, NewFunc: r.NewFunc})
+		counting[r.GroupResource.Resource] = &countingStorage{Interface: inner, calls: map[string]int{}}
+		return counting[r.GroupResource.Resource], inner.Close, nil
+	}})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cms := client.CoreV1().ConfigMaps("lab")
+	w, err := cms.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"data":{"k":"v"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "a", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for len(seen) < 3 {
+		select {
+		case ev := <-w.ResultChan():
+			seen = append(seen, string(ev.Type))
+		case <-ctx.Done():
+			t.Fatalf("watch through the wrapper saw only %v", seen)
+		}
+	}
+	c := counting["configmaps"]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := map[string]int{"Watch": 1, "Create": 1, "GuaranteedUpdate": 1, "Get": 1, "GetList": 1, "Delete": 1}
+	if fmt.Sprint(c.calls) != fmt.Sprint(want) || fmt.Sprint(seen) != "[ADDED MODIFIED DELETED]" {
+		t.Fatalf("storage calls %v, events %v; want %v and ADDED, MODIFIED, DELETED", c.calls, seen, want)
 	}
 }

@@ -11,7 +11,7 @@
 // chunked form). Plain http would have meant HTTP/1.1 only, and different
 // commands for the two servers in every exercise.
 
-package watchserver
+package apiserver
 
 import (
 	"context"
@@ -25,45 +25,90 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"k8s.io/apiserver/pkg/storage"
+
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/memstorage"
 )
 
-// Config is what cmd/watchserver's flags set.
+// Config is what cmd/watchserver's flags set, plus what a Go caller (a test,
+// lab 04) may change: which resources, and which storage serves each.
 type Config struct {
 	// Listen is host:port; the host must be 127.0.0.1. Port 0 picks a free one.
 	Listen string
-	// KubeconfigOut, if set, is where the kubeconfig is written (mode 0600).
+	// KubeconfigOut is where the kubeconfig is written (mode 0600). Empty:
+	// a file in a new temporary directory, removed by Close.
 	KubeconfigOut string
-	// HistorySize is how many events a watch can be replayed from. Default 1000.
+	// Resources are served under /api/v1. Default: ConfigMaps and Pods.
+	Resources []*Resource
+	// Storage returns the storage.Interface a resource is served from and a
+	// function that releases it (upstream: generic.StorageDecorator, which
+	// returns a storage and a factory.DestroyFunc). Default: one
+	// memstorage.Storage per resource, sharing one revision, with
+	// HistorySize and BookmarkInterval below. Lab 04 returns its Cacher over
+	// etcd here (or upstream's cacher.NewCacherFromConfig).
+	Storage func(r *Resource) (storage.Interface, func(), error)
+	// HistorySize is how many events the default storage can replay a
+	// watch from. Default 1000.
 	HistorySize int
-	// BookmarkInterval is how often watchers that allow bookmarks get one.
-	// Default one minute, as upstream; negative turns periodic bookmarks off.
+	// BookmarkInterval is how often the default storage sends a BOOKMARK
+	// to a watcher that allows them. Default one minute, as upstream.
 	BookmarkInterval time.Duration
-	// MinRequestTimeout: see Server.MinRequestTimeout. Default 30 minutes.
+	// MinRequestTimeout: see watchserver.WatchScope. Default 30 minutes.
 	MinRequestTimeout time.Duration
+	// ErrorLog receives errors of the HTTP server. Default os.Stderr.
+	ErrorLog io.Writer
 }
 
 // Instance is a running server.
 type Instance struct {
-	URL        string // https://127.0.0.1:PORT
-	Token      string
-	CAPEM      []byte
-	Kubeconfig []byte
-	Store      *Store
+	URL            string // https://127.0.0.1:PORT
+	Token          string
+	CAPEM          []byte
+	Kubeconfig     []byte
+	KubeconfigPath string
 
+	storages     map[*Resource]storage.Interface
+	destroy      []func()
+	tempDir      string
 	http         *http.Server
 	shuttingDown chan struct{}
-	stopBookmark chan struct{}
 	wg           sync.WaitGroup
 	closeOnce    sync.Once
+}
+
+// Storage is the storage a resource is served from (to seed objects from
+// Go, as the exercise harness does with kube-root-ca.crt), or nil.
+func (in *Instance) Storage(r *Resource) storage.Interface { return in.storages[r] }
+
+// memStorageFor returns Config.Storage's default: in-memory storages that
+// share one revision, as the resources of one etcd do. It starts at 1, as a
+// new etcd's revision does, so no LIST ever reports resourceVersion "0",
+// which a client would pass on to mean "any".
+func memStorageFor(cfg Config) func(*Resource) (storage.Interface, func(), error) {
+	revision := memstorage.NewRevision(1)
+	return func(r *Resource) (storage.Interface, func(), error) {
+		s := memstorage.New(memstorage.Config{
+			ResourcePrefix:    r.ResourcePrefix,
+			NewFunc:           r.NewFunc,
+			HistorySize:       cfg.HistorySize,
+			Revision:          revision,
+			BookmarkFrequency: cfg.BookmarkInterval,
+		})
+		return s, s.Close, nil
+	}
 }
 
 // Start listens, writes the kubeconfig, and serves until Close.
@@ -84,45 +129,55 @@ func Start(cfg Config) (*Instance, error) {
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
 	}
+	if cfg.Resources == nil {
+		cfg.Resources = DefaultResources()
+	}
+	if cfg.Storage == nil {
+		cfg.Storage = memStorageFor(cfg)
+	}
+	if cfg.ErrorLog == nil {
+		cfg.ErrorLog = os.Stderr
+	}
 	caPEM, cert, err := selfSignedTLS()
 	if err != nil {
 		return nil, err
 	}
 	tokenBytes := make([]byte, 16)
 	rand.Read(tokenBytes)
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, err
-	}
 	in := &Instance{
-		URL:          "https://" + ln.Addr().String(),
 		Token:        hex.EncodeToString(tokenBytes),
 		CAPEM:        caPEM,
-		Store:        NewStore(cfg.HistorySize, 0),
+		storages:     map[*Resource]storage.Interface{},
 		shuttingDown: make(chan struct{}),
-		stopBookmark: make(chan struct{}),
 	}
-	api := &Server{
-		Store:             in.Store,
-		Token:             in.Token,
-		MinRequestTimeout: cfg.MinRequestTimeout,
-		ShuttingDown:      in.shuttingDown,
-		Address:           ln.Addr().String(),
+	api := &server{token: in.Token}
+	for _, r := range cfg.Resources {
+		s, destroy, err := cfg.Storage(r)
+		if err != nil {
+			in.release()
+			return nil, fmt.Errorf("storage for %s: %w", r.GroupResource, err)
+		}
+		in.storages[r] = s
+		in.destroy = append(in.destroy, destroy)
+		api.resources = append(api.resources, newResourceHandler(r, s, cfg.MinRequestTimeout, in.shuttingDown))
 	}
-	if in.Kubeconfig, err = kubeconfig(in.URL, caPEM, in.Token); err != nil {
-		ln.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		in.release()
 		return nil, err
 	}
-	if cfg.KubeconfigOut != "" {
-		if err := writePrivate(cfg.KubeconfigOut, in.Kubeconfig); err != nil {
-			ln.Close()
-			return nil, err
-		}
+	in.URL = "https://" + ln.Addr().String()
+	api.address = ln.Addr().String()
+	if err := in.writeKubeconfig(cfg.KubeconfigOut); err != nil {
+		ln.Close()
+		in.release()
+		return nil, err
 	}
 	in.http = &http.Server{
-		Handler:           api.Handler(),
+		Handler:           api.handler(),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(cfg.ErrorLog, "watchserver: ", 0),
 	}
 	// Shutdown waits for idle connections, and a watch is never idle: tell
 	// every WatchServer to end its stream first.
@@ -131,39 +186,49 @@ func Start(cfg Config) (*Instance, error) {
 	go func() {
 		defer in.wg.Done()
 		if err := in.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "watchserver:", err)
+			fmt.Fprintln(cfg.ErrorLog, "watchserver:", err)
 		}
 	}()
-	if cfg.BookmarkInterval > 0 {
-		in.wg.Add(1)
-		go func() {
-			defer in.wg.Done()
-			t := time.NewTicker(cfg.BookmarkInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					in.Store.SendBookmarks()
-				case <-in.stopBookmark:
-					return
-				}
-			}
-		}()
-	}
 	return in, nil
 }
 
+func (in *Instance) writeKubeconfig(path string) error {
+	var err error
+	if in.Kubeconfig, err = kubeconfig(in.URL, in.CAPEM, in.Token); err != nil {
+		return err
+	}
+	if path == "" {
+		if in.tempDir, err = os.MkdirTemp("", "watchserver-"); err != nil {
+			return err
+		}
+		path = filepath.Join(in.tempDir, "kubeconfig")
+	}
+	in.KubeconfigPath = path
+	return writePrivate(path, in.Kubeconfig)
+}
+
+// release stops the storages and removes the temporary kubeconfig.
+func (in *Instance) release() {
+	for _, destroy := range in.destroy {
+		if destroy != nil {
+			destroy()
+		}
+	}
+	if in.tempDir != "" {
+		os.RemoveAll(in.tempDir)
+	}
+}
+
 // Close is the shutdown sequence: stop accepting, end every watch, wait for
-// the handlers to return, then stop the store.
+// the handlers to return, then release the storages.
 func (in *Instance) Close() error {
 	var err error
 	in.closeOnce.Do(func() {
-		close(in.stopBookmark)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err = in.http.Shutdown(ctx)
-		in.Store.Close()
 		in.wg.Wait()
+		in.release()
 	})
 	return err
 }

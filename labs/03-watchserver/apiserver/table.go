@@ -1,17 +1,18 @@
 // Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go
 // (asTable, watchEmbeddedEncoder: headers only on the first event) and
 // k8s.io/kubernetes@v1.36.4/pkg/printers/internalversion/printers.go
-// (printConfigMap: the Name, Data, Age columns).
+// (printConfigMap, printPod: each resource's columns, in resources.go).
 //
 // kubectl get asks for a Table (Accept: application/json;as=Table;g=meta.k8s.io;v=v1)
 // so the server decides the columns and kubectl only prints them. A Table is
 // rendered per request (the Age column depends on "now", the row object on
 // ?includeObject), so for a watcher that asks for one, encode-once ends here:
-// tableSource re-encodes each event for that watcher alone. Bookmarks and
+// tableWatcher converts each event into a Table for that watcher alone,
+// which the WatchServer then encodes for it alone. Bookmarks and
 // errors pass through as they are (upstream turns a bookmark into a Table row
 // too; kubectl does not ask for bookmarks).
 
-package watchserver
+package apiserver
 
 import (
 	"mime"
@@ -20,11 +21,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -54,66 +54,69 @@ func tableRequest(req *http.Request) (bool, metav1.IncludeObjectPolicy, error) {
 	return false, "", nil
 }
 
-// configMapColumns are the columns of `kubectl get configmaps`.
-var configMapColumns = []metav1.TableColumnDefinition{
-	{Name: "Name", Type: "string", Format: "name", Description: "The object's name, unique in its namespace."},
-	{Name: "Data", Type: "string", Description: "How many keys the ConfigMap holds (data and binaryData)."},
-	{Name: "Age", Type: "string", Description: "Time since the object was created."},
+// table renders objects as a Table. headers=false leaves out the column
+// definitions (every watch event after the first).
+func (r *resourceHandler) table(objs []runtime.Object, policy metav1.IncludeObjectPolicy, headers bool, now time.Time) *metav1.Table {
+	return renderTable(r.Resource, objs, policy, headers, now)
 }
 
-// configMapTable renders objects as a Table. headers=false leaves out the
-// column definitions (every watch event after the first).
-func configMapTable(objs []*corev1.ConfigMap, policy metav1.IncludeObjectPolicy, headers bool, now time.Time) *metav1.Table {
+func renderTable(r *Resource, objs []runtime.Object, policy metav1.IncludeObjectPolicy, headers bool, now time.Time) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
 	if headers {
-		t.ColumnDefinitions = configMapColumns
+		t.ColumnDefinitions = r.TableColumns
 	}
 	t.Rows = []metav1.TableRow{}
 	for _, obj := range objs {
-		age := "<unknown>"
-		if !obj.CreationTimestamp.IsZero() {
-			age = duration.HumanDuration(now.Sub(obj.CreationTimestamp.Time))
-		}
-		row := metav1.TableRow{Cells: []any{obj.Name, int64(len(obj.Data) + len(obj.BinaryData)), age}}
+		row := metav1.TableRow{Cells: r.TableRow(obj, now)}
 		switch policy {
 		case metav1.IncludeObject:
-			row.Object = runtime.RawExtension{Raw: encodeObject(obj)}
+			row.Object = runtime.RawExtension{Object: obj}
 		case metav1.IncludeMetadata:
 			partial := &metav1.PartialObjectMetadata{
-				TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
-				ObjectMeta: obj.ObjectMeta,
+				TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
 			}
-			row.Object = runtime.RawExtension{Raw: encodeObject(partial)}
+			if accessor, ok := obj.(metav1.ObjectMetaAccessor); ok {
+				if om, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta); ok {
+					partial.ObjectMeta = *om
+				}
+			}
+			row.Object = runtime.RawExtension{Object: partial}
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
 
-// tableSource turns a watcher's events into Table events for one client.
-type tableSource struct {
-	src    EventSource
-	policy metav1.IncludeObjectPolicy
-	out    chan *Event
-	done   chan struct{}
-	once   sync.Once
+// tableWatcher turns a watch's events into Table events for one client.
+type tableWatcher struct {
+	resource *Resource
+	src      watch.Interface
+	policy   metav1.IncludeObjectPolicy
+	out      chan watch.Event
+	done     chan struct{}
+	once     sync.Once
 }
 
-func newTableSource(src EventSource, policy metav1.IncludeObjectPolicy) *tableSource {
-	t := &tableSource{src: src, policy: policy, out: make(chan *Event, watcherBufSize), done: make(chan struct{})}
+func newTableWatcher(r *Resource, src watch.Interface, policy metav1.IncludeObjectPolicy) *tableWatcher {
+	t := &tableWatcher{resource: r, src: src, policy: policy, out: make(chan watch.Event), done: make(chan struct{})}
 	go t.run()
 	return t
 }
 
-func (t *tableSource) run() {
+func (t *tableWatcher) run() {
 	defer close(t.out)
 	headers := true
 	for ev := range t.src.ResultChan() {
-		if ev.Object != nil && ev.Type != watch.Bookmark {
-			table := configMapTable([]*corev1.ConfigMap{ev.Object}, t.policy, headers, time.Now())
-			table.ResourceVersion = ev.Object.ResourceVersion
+		if ev.Type != watch.Bookmark && ev.Type != watch.Error {
+			obj := ev.Object
+			if co, ok := obj.(runtime.CacheableObject); ok {
+				obj = co.GetObject() // our own copy, to render
+			}
+			table := renderTable(t.resource, []runtime.Object{obj}, t.policy, headers, time.Now())
+			m, _ := meta.Accessor(obj)
+			table.ResourceVersion = m.GetResourceVersion()
 			headers = false
-			ev = &Event{Type: ev.Type, Object: ev.Object, RV: ev.RV, Frame: encodeFrame(ev.Type, encodeObject(table))}
+			ev = watch.Event{Type: ev.Type, Object: table}
 		}
 		select {
 		case t.out <- ev:
@@ -123,10 +126,10 @@ func (t *tableSource) run() {
 	}
 }
 
-func (t *tableSource) ResultChan() <-chan *Event { return t.out }
+func (t *tableWatcher) ResultChan() <-chan watch.Event { return t.out }
 
-// Stop stops the watcher underneath; its closed channel ends run.
-func (t *tableSource) Stop() {
+// Stop stops the watch underneath; its closed channel ends run.
+func (t *tableWatcher) Stop() {
 	t.once.Do(func() { close(t.done) })
 	t.src.Stop()
 }

@@ -1,13 +1,16 @@
-package watchserver
+package apiserver
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -31,13 +34,17 @@ func TestTablesForKubectl(t *testing.T) {
 		}
 		return resp
 	}
-	in.Store.Create(cm("a", nil))
+	cms := kubernetes.NewForConfigOrDie(restCfg).CoreV1().ConfigMaps("ns")
+	ctx := context.Background()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	resp := get("")
 	var table metav1.Table
 	json.NewDecoder(resp.Body).Decode(&table)
 	resp.Body.Close()
-	if table.Kind != "Table" || len(table.ColumnDefinitions) != 3 || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "a" || table.ResourceVersion != "1" {
+	if table.Kind != "Table" || len(table.ColumnDefinitions) != 3 || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "a" || table.ResourceVersion != "2" {
 		t.Fatalf("LIST as Table: %+v", table)
 	}
 	var row metav1.PartialObjectMetadata
@@ -45,9 +52,13 @@ func TestTablesForKubectl(t *testing.T) {
 		t.Fatalf("row object %s: want PartialObjectMetadata (includeObject defaults to Metadata)", table.Rows[0].Object.Raw)
 	}
 
-	resp = get("?watch=1&resourceVersion=1&timeoutSeconds=1")
-	in.Store.Create(cm("b", nil))
-	in.Store.Delete("ns", "b")
+	resp = get("?watch=1&resourceVersion=2&timeoutSeconds=1")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	r := bufio.NewReader(resp.Body)
 	for i, wantHeaders := range []bool{true, false} {
 		line, err := r.ReadBytes('\n')
