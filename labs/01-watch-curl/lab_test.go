@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
+	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/internal/watchcmd"
 )
 
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/watch runnable from the scripts as `exec watch`.
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]func(){
-		"watch": func() { os.Exit(watchapi.Main(os.Args[1:])) },
+		"watch": func() { os.Exit(watchcmd.Main(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 

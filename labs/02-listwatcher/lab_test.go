@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/cmd/listwatch/listwatchcmd"
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/internal/listwatchcmd"
 )
 
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/listwatch runnable from the scripts as `exec listwatch`.
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]func(){
-		"listwatch": func() { os.Exit(listwatchcmd.Main()) },
+		"listwatch": func() { os.Exit(listwatchcmd.Main(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 
