@@ -1,8 +1,8 @@
 // Package listwatchcmd is the listwatch command: cmd/listwatch/main.go runs
-// it, and the lab's tests run it in-process (lab_test.go). listwatch lists a core/v1 resource in a
-// namespace, prints the items, then watches from the list's resourceVersion
-// and prints every event, every rewatch and every relist, one per line,
-// until interrupted.
+// it, and the lab's tests run it in-process (lab_test.go). listwatch lists a
+// core/v1 resource in a namespace, prints the items, then watches from the
+// list's resourceVersion and prints every event, every rewatch and every
+// relist, one per line, until interrupted.
 //
 //	listwatch --kubeconfig .cluster/kubeconfig -n default
 //	listwatch -n kube-system --resource pods -l component=kube-apiserver
@@ -12,6 +12,11 @@
 // It is the list-then-watch ConfigMap demo, with what the short versions
 // leave out: the watch resumes from the last resourceVersion when it ends,
 // relists on 410 Gone, and backs off when the apiserver is unreachable.
+//
+// Nearest upstream twin: `kubectl get --watch`
+// (k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go, GetOptions.watch), which
+// lists, then watches from the list's resourceVersion, but prints table rows
+// and gives up when the watch ends instead of resuming.
 package listwatchcmd
 
 import (
