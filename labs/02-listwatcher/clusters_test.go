@@ -291,12 +291,21 @@ func TestConsistentListFromCache(t *testing.T) {
 	if _, err := ours.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := consistentReadsFromCache(t, "configmaps")
-	if _, err := ours.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if after := consistentReadsFromCache(t, "configmaps"); after < before+1 {
-		t.Fatalf("consistent reads served by the cache: %v before our LIST, %v after; want at least one more", before, after)
+	// A consistent read whose cache does not catch up in time (a loaded
+	// machine) falls back to etcd and is counted with fallback="true":
+	// allow a few tries, each one LIST, before failing.
+	for try := 1; ; try++ {
+		before := consistentReadsFromCache(t, "configmaps")
+		if _, err := ours.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		after := consistentReadsFromCache(t, "configmaps")
+		if after >= before+1 {
+			return
+		}
+		if try == 5 {
+			t.Fatalf("consistent reads served by the cache: %v before our LIST, %v after; want at least one more (5 tries)", before, after)
+		}
 	}
 }
 

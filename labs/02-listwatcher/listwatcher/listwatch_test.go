@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,43 +161,54 @@ func TestWatchStop(t *testing.T) {
 // a reset connection and a clean end close the channel silently; a frame that
 // is not a watch event first sends an ERROR (500, ClientWatchDecoding).
 func TestWatchBroken(t *testing.T) {
-	reset := func(w http.ResponseWriter, r *http.Request) {
-		stream(cm("ADDED", "a", "5"))(w, r)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
+	// reset sends one event, waits until the client has it (so the RST
+	// cannot overtake the data), then closes with a TCP RST.
+	reset := func(received <-chan struct{}) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			stream(cm("ADDED", "a", "5"))(w, r)
+			<-received
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with a TCP RST: "connection reset by peer"
+			conn.Close()
 		}
-		conn.(*net.TCPConn).SetLinger(0) // close with a TCP RST: "connection reset by peer"
-		conn.Close()
 	}
+	always := func(h http.HandlerFunc) func(<-chan struct{}) http.HandlerFunc {
+		return func(<-chan struct{}) http.HandlerFunc { return h }
+	}
+	const decodeError = "ADDED ERROR 500 InternalError UnexpectedServerResponse ClientWatchDecoding"
 	for name, tc := range map[string]struct {
-		handler http.HandlerFunc
+		handler func(received <-chan struct{}) http.HandlerFunc
 		want    string
 	}{
-		"clean end":             {stream(cm("ADDED", "a", "5")), "ADDED"},
-		"cut inside a frame":    {cut(cm("ADDED", "a", "5")), "ADDED"},
+		"clean end":             {always(stream(cm("ADDED", "a", "5"))), "ADDED"},
+		"cut inside a frame":    {always(cut(cm("ADDED", "a", "5"))), "ADDED"},
 		"connection reset":      {reset, "ADDED"},
-		"not a watch event":     {stream(cm("ADDED", "a", "5"), `<html>502 Bad Gateway</html>`), "ADDED ERROR 500 InternalError UnexpectedServerResponse ClientWatchDecoding"},
-		"an unknown event type": {stream(cm("ADDED", "a", "5"), strings.Replace(cm("ADDED", "b", "6"), "ADDED", "CHANGED", 1)), "ADDED ERROR 500 InternalError UnexpectedServerResponse ClientWatchDecoding"},
+		"not a watch event":     {always(stream(cm("ADDED", "a", "5"), `<html>502 Bad Gateway</html>`)), decodeError},
+		"an unknown event type": {always(stream(cm("ADDED", "a", "5"), strings.Replace(cm("ADDED", "b", "6"), "ADDED", "CHANGED", 1))), decodeError},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ours := newFakeAPIServer(t, tc.handler)
+			received := make(chan struct{})
+			ours := newFakeAPIServer(t, tc.handler(received))
 			w, err := ours.listWatch("ns").WatchWithContext(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := eventTypes(w); got != tc.want {
+			if got := eventTypes(w, received); got != tc.want {
 				t.Errorf("ours: %s, want %s", got, tc.want)
 			}
 			ours.srv.Client().CloseIdleConnections()
 
-			theirs := newFakeAPIServer(t, tc.handler)
+			received = make(chan struct{})
+			theirs := newFakeAPIServer(t, tc.handler(received))
 			resp, err := theirs.srv.Client().Get(theirs.srv.URL + "/api/v1/namespaces/ns/configmaps?watch=1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := eventTypes(upstreamStreamWatcher(t, resp.Body)); got != tc.want {
+			if got := eventTypes(upstreamStreamWatcher(t, resp.Body), received); got != tc.want {
 				t.Errorf("upstream: %s, want %s", got, tc.want)
 			}
 			theirs.srv.Client().CloseIdleConnections()
@@ -205,10 +217,14 @@ func TestWatchBroken(t *testing.T) {
 }
 
 // eventTypes drains w: each event's type, and for an ERROR its code, reason
-// and causes.
-func eventTypes(w watch.Interface) string {
+// and causes. It closes received after the first event (or at the end).
+func eventTypes(w watch.Interface, received chan struct{}) string {
+	var once sync.Once
+	signal := func() { once.Do(func() { close(received) }) }
+	defer signal()
 	var got []string
 	for ev := range w.ResultChan() {
+		signal()
 		line := string(ev.Type)
 		if status, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error {
 			line = fmt.Sprintf("ERROR %d %s", status.Code, status.Reason)
