@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +63,7 @@ func cm(ns, name, value string) *v1.ConfigMap {
 func key(ns, name string) string { return "/configmaps/" + ns + "/" + name }
 
 func TestCreateGetAndRawKey(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	out := &v1.ConfigMap{}
@@ -104,7 +103,7 @@ func TestCreateGetAndRawKey(t *testing.T) {
 }
 
 func TestGuaranteedUpdatePreconditionsAndRetry(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	created := &v1.ConfigMap{}
@@ -182,7 +181,7 @@ func setValue(v string) storage.UpdateFunc {
 }
 
 func TestDelete(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	created := &v1.ConfigMap{}
@@ -209,7 +208,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestGetListPagingAndExactRV(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	for i := range 7 {
@@ -283,7 +282,7 @@ func TestGetListPagingAndExactRV(t *testing.T) {
 }
 
 func TestWatchFromRevisionAndSelectors(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	before := &v1.ConfigMap{}
@@ -333,7 +332,7 @@ func TestWatchFromRevisionAndSelectors(t *testing.T) {
 }
 
 func TestWatchProgressNotify(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	rv, err := s.GetCurrentResourceVersion(ctx)
@@ -373,7 +372,7 @@ func TestWatchProgressNotify(t *testing.T) {
 }
 
 func TestCompactionIsGone(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkLeaks(t)
 	ctx := context.Background()
 	s := newStore(t)
 	first := &v1.ConfigMap{}
