@@ -112,6 +112,10 @@ func (c *cacheWatcher) nonblockingAdd(ev *watchCacheEvent) bool {
 // add waits until input has room or the timer fires; a watcher still full
 // when the budget ran out is terminated, and add returns false.
 func (c *cacheWatcher) add(ev *watchCacheEvent, timer <-chan time.Time) bool {
+	// Room now? Then no waiting, even if the timer has already fired.
+	if c.nonblockingAdd(ev) {
+		return true
+	}
 	select {
 	case c.input <- ev:
 		return true

@@ -76,10 +76,12 @@ func (c *Cacher) dispatchEvent(ev *watchCacheEvent) {
 		}
 	}
 	if len(blocked) > 0 {
-		c.metrics.blockedDispatches.Add(1)
 		start := c.clock.Now()
 		budget := c.dispatchTimeoutBudget.takeAvailable()
 		timer := c.clock.NewTimer(budget)
+		// Counted once the timer exists: a test on fake time may move
+		// the clock as soon as it sees this.
+		c.metrics.blockedDispatches.Add(1)
 		fired := timer.C()
 		for _, w := range blocked {
 			if !w.add(ev, fired) {

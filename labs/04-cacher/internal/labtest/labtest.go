@@ -91,7 +91,9 @@ func Predicate(label labels.Selector, field fields.Selector) storage.SelectionPr
 type CountingStorage struct {
 	storage.Interface
 	Opened atomic.Int64
-	open   atomic.Int64
+	// MaxOpen is the most watches ever open at once.
+	MaxOpen atomic.Int64
+	open    atomic.Int64
 
 	mu     sync.Mutex
 	before func(opts storage.ListOptions) // see SetBeforeWatch
@@ -133,7 +135,9 @@ func (c *CountingStorage) Watch(ctx context.Context, key string, opts storage.Li
 		return nil, err
 	}
 	c.Opened.Add(1)
-	c.open.Add(1)
+	if n := c.open.Add(1); n > c.MaxOpen.Load() {
+		c.MaxOpen.Store(n)
+	}
 	cw := &countedWatch{Interface: w, parent: c}
 	c.mu.Lock()
 	c.active = append(c.active, w)
