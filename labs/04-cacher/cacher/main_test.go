@@ -3,6 +3,7 @@ package cacher
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/grpclog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +35,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	etcdServer = s
+	// gRPC logs every closed connection as a warning; quiet it, as
+	// cluster/etcd.go does.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	// Warm the client's connection up before any goleak baseline.
 	if _, err := s.Client.Get(context.Background(), "/warmup"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -13,8 +13,10 @@ package cacher
 // refills slowly, so a watcher that stays slow is cut off quickly instead of
 // stalling everyone at 100 ms per event.
 //
-// Nothing is left out; the clock is injected, as upstream, so tests run it
-// on fake time.
+// Nothing is left out. One difference: upstream's timeBudgetImpl has a clock
+// field, but newTimeBudget always sets the real clock and dispatchEvent
+// measures the time spent with time.Now; here both use the Cacher's
+// injected clock, so tests run the budget on fake time.
 
 import (
 	"sync"
