@@ -29,15 +29,15 @@ import (
 var etcdServer *embeddedetcd.Server
 
 func TestMain(m *testing.M) {
+	// gRPC logs every closed connection as a warning; quiet it (as
+	// cluster/etcd.go does), before gRPC runs anything.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	s, err := embeddedetcd.Start(embeddedetcd.Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	etcdServer = s
-	// gRPC logs every closed connection as a warning; quiet it, as
-	// cluster/etcd.go does.
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	// Warm the client's connection up before any goleak baseline.
 	if _, err := s.Client.Get(context.Background(), "/warmup"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
