@@ -77,7 +77,7 @@ func benchmarkFanout(b *testing.B, impl string, numWatchers int) {
 		defer c.Stop()
 		target = c
 	case "upstream":
-		c, stop := newUpstreamCacher(b, prefix)
+		c, stop := newUpstreamCacher(b, prefix, false)
 		defer stop()
 		target = c
 	}
@@ -254,7 +254,7 @@ func (noCompactor) CompactRevision() int64 { return 0 }
 // Cacher for pods under prefix, on the benchmark's etcd, as
 // storagebackend/factory and registry/generic/registry would, minus what a
 // benchmark does not need (TLS, encryption at rest, compaction, metrics).
-func newUpstreamCacher(b *testing.B, prefix string) (*upstreamcacher.Cacher, func()) {
+func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstreamcacher.Cacher, func()) {
 	b.Helper()
 	kubeClient, err := etcdkube.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, DialTimeout: 10 * time.Second})
 	if err != nil {
@@ -272,6 +272,9 @@ func newUpstreamCacher(b *testing.B, prefix string) (*upstreamcacher.Cacher, fun
 		b.Fatal(err)
 	}
 	labCfg := benchPodConfig(store, prefix)
+	if withTrigger {
+		labCfg = PodConfig(store, prefix, clock.RealClock{})
+	}
 	c, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
 		Storage:             store,
 		Versioner:           versioner,
@@ -280,6 +283,7 @@ func newUpstreamCacher(b *testing.B, prefix string) (*upstreamcacher.Cacher, fun
 		ResourcePrefix:      prefix,
 		KeyFunc:             labCfg.KeyFunc,
 		GetAttrsFunc:        labCfg.GetAttrsFunc,
+		IndexerFuncs:        labCfg.IndexerFuncs,
 		NewFunc:             newFunc,
 		NewListFunc:         newListFunc,
 		Codec:               codec,
@@ -295,6 +299,8 @@ func newUpstreamCacher(b *testing.B, prefix string) (*upstreamcacher.Cacher, fun
 	}
 	return c, func() {
 		c.Stop()
+		// The store's size estimator has a goroutine; Close ends it.
+		store.Close()
 		kubeClient.Close()
 	}
 }

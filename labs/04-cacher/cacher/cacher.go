@@ -427,14 +427,17 @@ func copyInto(src, dst runtime.Object) error {
 
 // GetList serves a list from the cache when it can (see consistent_read.go
 // for RV ""), and from etcd when the cache cannot answer it: an exact RV, a
-// continue token, or a limit with a non-zero RV. Those need etcd's MVCC
-// history (upstream serves some of them from B-tree snapshots).
+// continue token, or a limit with any RV but "0". Those need etcd's MVCC
+// history or a paginated answer; upstream serves many of them from B-tree
+// snapshots of the cache (store/store_btree.go), we keep no snapshots.
+// A limit with RV "0" is ignored and the whole list served from memory, as
+// upstream does (computeListLimit in cacher.go).
 func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	if _, _, err := storage.ValidateListOptions(c.resourcePrefix, c.versioner, opts); err != nil {
 		return err
 	}
 	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || opts.Predicate.Continue != "" ||
-		(opts.Predicate.Limit > 0 && opts.ResourceVersion != "" && opts.ResourceVersion != "0") {
+		(opts.Predicate.Limit > 0 && opts.ResourceVersion != "0") {
 		c.metrics.listsFromStorage.Add(1)
 		return c.storage.GetList(ctx, key, opts, listObj)
 	}
@@ -448,10 +451,8 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 	return c.listFromCache(ctx, key, opts, rv, nil, listObj)
 }
 
-// listFromCache waits until the cache is at least at rv and lists from it.
-// A limit is ignored for RV "0" (upstream's computeListLimit does the same),
-// and applied for RV "" without a continue token to hand out: our cache
-// keeps no snapshot a continue could read from, so such a list is complete.
+// listFromCache waits until the cache is at least at rv and lists from it,
+// whole (a list with a limit only comes here with RV "0").
 func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, onWait func(), listObj runtime.Object) error {
 	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
 	if err != nil {

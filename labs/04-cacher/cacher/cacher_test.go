@@ -345,3 +345,47 @@ func TestBadInput(t *testing.T) {
 		t.Error("a history window below 75s was accepted")
 	}
 }
+
+func TestListRouting(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	for i := range 3 {
+		e.create(t, "ns", fmt.Sprint("p", i), "", nil)
+	}
+	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 3 })
+	limited := everything()
+	limited.Limit = 2
+	// RV "0" with a limit: from memory, whole, as upstream (computeListLimit).
+	list := &v1.PodList{}
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 3 || list.Continue != "" || e.cacher.Metrics().ListsFromCache != 1 {
+		t.Errorf("RV 0 limit 2: %d items, continue %q, metrics %+v", len(list.Items), list.Continue, e.cacher.Metrics())
+	}
+	// RV "" with a limit: a page from etcd, with a continue token, which
+	// continues from etcd too.
+	list = &v1.PodList{}
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 || list.Continue == "" {
+		t.Fatalf("RV \"\" limit 2: %d items, continue %q", len(list.Items), list.Continue)
+	}
+	limited.Continue = list.Continue
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "p2" || e.cacher.Metrics().ListsFromStorage != 2 {
+		t.Errorf("continue: %d items, metrics %+v", len(list.Items), e.cacher.Metrics())
+	}
+	// Get with RV "0" from memory; RV "" from etcd.
+	p := &v1.Pod{}
+	if err := e.cacher.Get(ctx, e.key("ns", "p1"), storage.GetOptions{ResourceVersion: "0"}, p); err != nil || p.Name != "p1" {
+		t.Errorf("get RV 0: %v %s", err, p.Name)
+	}
+	if err := e.cacher.Get(ctx, e.key("ns", "nope"), storage.GetOptions{ResourceVersion: "0"}, p); !storage.IsNotFound(err) {
+		t.Errorf("get missing: %v", err)
+	}
+}

@@ -178,11 +178,11 @@ func rvOf(p *v1.Pod) uint64 {
 // checkLeaks fails the test if it leaves goroutines behind. It runs as the
 // test's last cleanup (cleanups run last-registered first), after the
 // Cacher's Stop.
-func checkLeaks(t *testing.T) {
+func checkLeaks(t *testing.T, more ...goleak.Option) {
 	t.Helper()
-	baseline := goleak.IgnoreCurrent()
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, more...)
 	t.Cleanup(func() {
 		labtest.FlushIdleWatchStreams(etcdServer.Client)
-		goleak.VerifyNone(t, baseline)
+		goleak.VerifyNone(t, opts...)
 	})
 }

@@ -234,6 +234,8 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	if err != nil || v.Kind() != reflect.Slice {
 		return fmt.Errorf("need a pointer to a slice, got %T", listPtr)
 	}
+	// Start from an empty list, whatever the caller's object held.
+	v.Set(reflect.MakeSlice(v.Type(), 0, 0))
 	pred := opts.Predicate
 	paging := opts.Recursive && pred.Limit > 0
 
