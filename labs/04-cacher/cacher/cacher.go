@@ -33,7 +33,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,8 +122,7 @@ type Cacher struct {
 	blockedWatchers       []*cacheWatcher
 	dispatchTimeoutBudget *timeBudget
 
-	metrics            metrics
-	lastReflectorError atomic.Value
+	metrics metrics
 
 	stopCh   chan struct{}
 	stopOnce sync.Once

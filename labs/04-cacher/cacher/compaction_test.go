@@ -66,6 +66,9 @@ func TestCompactionRelistsAndNoWatcherMissesAnEvent(t *testing.T) {
 	waitFor(t, "the resumed watch got 410", func() bool { return e.cacher.Metrics().ExpiredWatches == 1 })
 	clk.Step(relistBackoff)
 	waitFor(t, "relisted", func() bool { return e.cacher.Metrics().Relists == 2 })
+	if m := e.cacher.Metrics(); !strings.Contains(m.LastReflectorError, "too old") {
+		t.Errorf("last reflector error %q, want etcd's 410 for the watch", m.LastReflectorError)
+	}
 
 	consumers.Wait() // every stream ended
 	for i, r := range results {

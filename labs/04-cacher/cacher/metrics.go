@@ -25,6 +25,7 @@ type metrics struct {
 	consistentReadsFromCache atomic.Int64
 	consistentReadsFallback  atomic.Int64
 	progressRequests         atomic.Int64
+	lastReflectorError       atomic.Value // string
 }
 
 // Metrics is a snapshot of the Cacher's counters and gauges.
@@ -64,6 +65,9 @@ type Metrics struct {
 	ConsistentReadsFallback  int64
 	// ProgressRequests counts progress notifications requested from etcd.
 	ProgressRequests int64
+	// LastReflectorError is the error that caused the last relist ("" if
+	// none): upstream logs it; we keep it for whoever shows metrics.
+	LastReflectorError string
 }
 
 // Metrics returns the current counters.
@@ -78,6 +82,7 @@ func (c *Cacher) Metrics() Metrics {
 	capacity, rv := c.watchCache.capacity, c.watchCache.resourceVersion
 	c.watchCache.mu.RUnlock()
 	m := &c.metrics
+	lastErr, _ := m.lastReflectorError.Load().(string)
 	return Metrics{
 		Watchers:                 watchers,
 		RingCapacity:             capacity,
@@ -95,5 +100,6 @@ func (c *Cacher) Metrics() Metrics {
 		ConsistentReadsFromCache: m.consistentReadsFromCache.Load(),
 		ConsistentReadsFallback:  m.consistentReadsFallback.Load(),
 		ProgressRequests:         m.progressRequests.Load(),
+		LastReflectorError:       lastErr,
 	}
 }

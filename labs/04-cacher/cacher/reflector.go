@@ -49,11 +49,6 @@ import (
 // relistBackoff is the wait between failed list-watch attempts.
 const relistBackoff = time.Second
 
-// errRelist says the watch cannot be resumed: list again.
-type errRelist struct{ err error }
-
-func (e errRelist) Error() string { return "relist: " + e.err.Error() }
-
 func (c *Cacher) runReflector(ctx context.Context) {
 	defer c.wg.Done()
 	for ctx.Err() == nil {
@@ -62,7 +57,7 @@ func (c *Cacher) runReflector(ctx context.Context) {
 			return
 		}
 		c.metrics.reflectorErrors.Add(1)
-		c.lastReflectorError.Store(fmt.Sprint(err))
+		c.metrics.lastReflectorError.Store(err.Error())
 		timer := c.clock.NewTimer(relistBackoff)
 		select {
 		case <-timer.C():
@@ -99,22 +94,15 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 		c.watchCache.mu.RLock()
 		rv := c.watchCache.resourceVersion
 		c.watchCache.mu.RUnlock()
-		err := c.watchOnce(ctx, rv, everything)
-		var relist errRelist
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err == nil:
-			continue // the stream just closed: resume from rv
-		case asRelist(err, &relist):
-			return err
-		default:
-			return err
+		if err := c.watchOnce(ctx, rv, everything); err != nil || ctx.Err() != nil {
+			return err // relist (runReflector waits relistBackoff first)
 		}
+		// The stream just closed: resume from rv, no relist.
 	}
 }
 
-// watchOnce runs one storage watch from rv until it ends.
+// watchOnce runs one storage watch from rv until it ends: nil if the stream
+// just closed, an error if it cannot be resumed.
 func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.SelectionPredicate) error {
 	w, err := c.storage.Watch(ctx, c.resourcePrefix, storage.ListOptions{
 		ResourceVersion: fmt.Sprint(rv),
@@ -132,7 +120,7 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
 			if err := c.watchCache.processEvent(ev); err != nil {
-				return errRelist{err}
+				return err
 			}
 		case watch.Bookmark:
 			bookmarkRV, err := c.versioner.ObjectResourceVersion(ev.Object)
@@ -144,18 +132,10 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 			if status, ok := ev.Object.(*metav1.Status); ok && status.Code == 410 {
 				c.metrics.expiredWatches.Add(1)
 			}
-			return errRelist{err}
+			return err
 		}
 	}
 	return nil
-}
-
-func asRelist(err error, target *errRelist) bool {
-	r, ok := err.(errRelist)
-	if ok {
-		*target = r
-	}
-	return ok
 }
 
 func mustListRV(list interface{}) string {
