@@ -65,9 +65,10 @@ type cacheWatcher struct {
 func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versioner, newFunc func() runtime.Object,
 	deadline time.Time, allowWatchBookmarks bool) *cacheWatcher {
 	return &cacheWatcher{
-		input: make(chan *watchCacheEvent, chanSize),
-		// result is unbuffered, as upstream: the buffer is input.
-		result:              make(chan watch.Event),
+		// Both channels hold chanSize events, as upstream: input the
+		// dispatcher's side, result the client's.
+		input:               make(chan *watchCacheEvent, chanSize),
+		result:              make(chan watch.Event, chanSize),
 		done:                make(chan struct{}),
 		filter:              filter,
 		versioner:           versioner,

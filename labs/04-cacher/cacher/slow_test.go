@@ -48,11 +48,14 @@ func TestSlowWatcherIsTerminatedWithinTheBudget(t *testing.T) {
 		consumers.Add(1)
 		go consume(w, fast[i], &consumers)
 	}
-	// The slow watcher takes inputSize events into input plus one its
-	// goroutine holds while it waits to hand it to the client: event
-	// inputSize+2 finds it full.
-	blockedAt := inputSize + 2
-	const writes = 15
+	// The slow watcher takes inputSize events into result (the client's
+	// buffer), one its goroutine holds while result is full, and inputSize
+	// into input: event 2*inputSize+2 finds it full.
+	if c := cap(slow.(*cacheWatcher).result); c != inputSize {
+		t.Fatalf("result holds %d, want %d like input", c, inputSize)
+	}
+	blockedAt := 2*inputSize + 2
+	const writes = 25
 	for i := range writes {
 		e.create(t, "ns", fmt.Sprint("p", i), "", nil)
 	}
@@ -74,8 +77,8 @@ func TestSlowWatcherIsTerminatedWithinTheBudget(t *testing.T) {
 	clk.Step(time.Millisecond)
 	waitFor(t, "slow watcher terminated", func() bool { return e.cacher.Metrics().WatchersTerminated == 1 })
 
-	// Its client sees a clean end of stream: maybe the one event its
-	// goroutine was holding, then the channel closes; no ERROR.
+	// Its client sees a clean end of stream: what was already in its
+	// result buffer, then the channel closes; no ERROR.
 	for ev := range slow.ResultChan() {
 		if ev.Type == watch.Error {
 			t.Errorf("the terminated watcher got an ERROR event: %s", describe(ev))
