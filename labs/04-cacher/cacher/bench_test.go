@@ -256,37 +256,23 @@ func (noCompactor) CompactRevision() int64 { return 0 }
 // benchmark does not need (TLS, encryption at rest, compaction, metrics).
 func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstreamcacher.Cacher, func()) {
 	b.Helper()
-	kubeClient, err := etcdkube.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	codec := labtest.Codec()
-	versioner := storage.APIObjectVersioner{}
-	newFunc := func() kruntime.Object { return &v1.Pod{} }
-	newListFunc := func() kruntime.Object { return &v1.PodList{} }
-	gr := schema.GroupResource{Resource: "pods"}
-	store, err := upstreametcd3.New(kubeClient, noCompactor{}, codec, newFunc, newListFunc, "/registry", prefix, gr,
-		identity.NewEncryptCheckTransformer(), upstreametcd3.NewDefaultLeaseManagerConfig(),
-		upstreametcd3.NewDefaultDecoder(codec, versioner), versioner)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, closeStore := newUpstreamStore(b, prefix)
 	labCfg := benchPodConfig(store, prefix)
 	if withTrigger {
 		labCfg = PodConfig(store, prefix, clock.RealClock{})
 	}
 	c, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
 		Storage:             store,
-		Versioner:           versioner,
-		GroupResource:       gr,
+		Versioner:           storage.APIObjectVersioner{},
+		GroupResource:       schema.GroupResource{Resource: "pods"},
 		EventsHistoryWindow: upstreamcacher.DefaultEventFreshDuration,
 		ResourcePrefix:      prefix,
 		KeyFunc:             labCfg.KeyFunc,
 		GetAttrsFunc:        labCfg.GetAttrsFunc,
 		IndexerFuncs:        labCfg.IndexerFuncs,
-		NewFunc:             newFunc,
-		NewListFunc:         newListFunc,
-		Codec:               codec,
+		NewFunc:             labCfg.NewFunc,
+		NewListFunc:         labCfg.NewListFunc,
+		Codec:               labtest.Codec(),
 		Clock:               clock.RealClock{},
 	})
 	if err != nil {
@@ -299,6 +285,29 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 	}
 	return c, func() {
 		c.Stop()
+		closeStore()
+	}
+}
+
+// newUpstreamStore is k8s.io/apiserver@v0.36.4's etcd3 store for pods under
+// prefix, with its own etcd client (as storagebackend/factory makes one).
+func newUpstreamStore(b testing.TB, prefix string) (storage.Interface, func()) {
+	b.Helper()
+	kubeClient, err := etcdkube.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	codec := labtest.Codec()
+	versioner := storage.APIObjectVersioner{}
+	newFunc := func() kruntime.Object { return &v1.Pod{} }
+	newListFunc := func() kruntime.Object { return &v1.PodList{} }
+	store, err := upstreametcd3.New(kubeClient, noCompactor{}, codec, newFunc, newListFunc, "/registry", prefix,
+		schema.GroupResource{Resource: "pods"}, identity.NewEncryptCheckTransformer(),
+		upstreametcd3.NewDefaultLeaseManagerConfig(), upstreametcd3.NewDefaultDecoder(codec, versioner), versioner)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store, func() {
 		// The store's size estimator has a goroutine; Close ends it.
 		store.Close()
 		kubeClient.Close()

@@ -51,6 +51,16 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		return etcdfeature.DefaultFeatureSupportChecker.Supports(storage.RequestWatchProgress)
 	})
 
+	// And this lab's Cacher in front of upstream's etcd3 store: the Cacher
+	// works over any storage.Interface.
+	upStore, closeUpStore := newUpstreamStore(t, e.prefix)
+	defer closeUpStore()
+	labOverUpstream, err := NewCacherFromConfig(PodConfig(upStore, e.prefix, clock.RealClock{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer labOverUpstream.Stop()
+	waitFor(t, "lab cacher over upstream etcd3 ready", labOverUpstream.Ready)
 	e.create(t, "ns-0", "seed", "node-0", map[string]string{"app": "web"})
 	startRV, _ := e.store.GetCurrentResourceVersion(ctx)
 	type spec struct {
@@ -66,7 +76,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		{e.prefix + "/ns-1", everything()},
 		{e.prefix, nodePred},
 	}
-	impls := map[string]watchStorage{"lab": e.cacher, "upstream": up}
+	impls := map[string]watchStorage{"lab": e.cacher, "upstream": up, "lab/upstream-etcd3": labOverUpstream}
 	results := map[string][]*received{}
 	var consumers sync.WaitGroup
 	for name, impl := range impls {
@@ -124,7 +134,8 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	}
 	waitFor(t, "both implementations delivered the same streams", func() bool {
 		for i := range specs {
-			if !sameEvents(results["lab"][i], results["upstream"][i]) {
+			if !sameEvents(results["lab"][i], results["upstream"][i]) ||
+				!sameEvents(results["lab"][i], results["lab/upstream-etcd3"][i]) {
 				return false
 			}
 		}
@@ -156,8 +167,8 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		}
 		w.Stop()
 	}
-	if tooOld["lab"] != tooOld["upstream"] || !strings.Contains(tooOld["lab"], "410 Expired too old resource version: 1 (") {
-		t.Errorf("watch from RV 1:\nlab:      %s\nupstream: %s", tooOld["lab"], tooOld["upstream"])
+	if tooOld["lab"] != tooOld["upstream"] || tooOld["lab"] != tooOld["lab/upstream-etcd3"] || !strings.Contains(tooOld["lab"], "410 Expired too old resource version: 1 (") {
+		t.Errorf("watch from RV 1:\nlab:      %s\nupstream: %s\nlab over upstream etcd3: %s", tooOld["lab"], tooOld["upstream"], tooOld["lab/upstream-etcd3"])
 	}
 
 	// A streaming list: the same ADDED events in the same order, then the
@@ -185,8 +196,8 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		cancel()
 		streams[name] = strings.Join(evs, "\n")
 	}
-	if streams["lab"] != streams["upstream"] || !strings.Contains(streams["lab"], "BOOKMARK initial-events-end") {
-		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s", streams["lab"], streams["upstream"])
+	if streams["lab"] != streams["upstream"] || streams["lab"] != streams["lab/upstream-etcd3"] || !strings.Contains(streams["lab"], "BOOKMARK initial-events-end") {
+		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s", streams["lab"], streams["upstream"], streams["lab/upstream-etcd3"])
 	}
 }
 
