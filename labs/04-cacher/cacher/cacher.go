@@ -18,12 +18,14 @@
 //	metrics.go        counters that show what happened
 //
 // What upstream does that this package leaves out is listed in each file.
-// Across all of them: no feature gates (we implement the v1.36 defaults:
-// consistent lists from cache, watch-list), no tracing, no Prometheus
-// registration (Metrics returns the numbers; the miniapiserver exports
-// them), no snapshots for exact-RV and paginated lists (those go to etcd),
-// no namespace/name scoping of watchers, and no cachingObject (see
-// cache_watcher.go).
+// Across all of them: no feature gates (consistent lists are always served
+// from the cache, as with ConsistentListFromCache, GA and locked on since
+// 1.34; sendInitialEvents is always accepted), no tracing, no Prometheus
+// registration (Metrics returns the numbers; the miniapiserver will export
+// them), no snapshots for exact-RV and paginated lists (those go to etcd;
+// upstream's ListFromCacheSnapshot, beta and on by default since 1.34,
+// serves them from memory), no namespace/name scoping of watchers, and no
+// cachingObject (see cache_watcher.go).
 package cacher
 
 import (

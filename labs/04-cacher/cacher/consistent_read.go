@@ -23,9 +23,9 @@ package cacher
 // ConsistentReadsFallback (upstream: the apiserver_watch_cache_consistent_read_total
 // metric with fallback="true"/"false").
 //
-// Left out: the feature gates (v1.36 enables consistent reads from cache by
-// default) and the check that etcd supports progress requests (etcd 3.6
-// does).
+// Left out: the feature gate (ConsistentListFromCache, GA and locked on
+// since 1.34 in k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go) and
+// the check that etcd supports progress requests (etcd 3.6 does).
 
 import (
 	"context"

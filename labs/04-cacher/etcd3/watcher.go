@@ -12,10 +12,10 @@ package etcd3
 // selector.
 //
 // Left out: the separate decode goroutine and its 100-event queue (we
-// decode on the goroutine that reads etcd), SendInitialEvents (the Cacher
-// in front of this store implements it; here it is refused with a clear
-// error), the feature-gated consistency check of the initial revision, and
-// metrics.
+// decode on the goroutine that reads etcd), SendInitialEvents with its
+// initial-events-end bookmark and its check that the requested revision is
+// not in the future (the Cacher in front of this store implements streaming
+// lists; here the option is refused with a clear error), and metrics.
 
 import (
 	"context"
