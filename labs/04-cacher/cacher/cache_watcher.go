@@ -13,12 +13,14 @@ package cacher
 // filtering runs on the watcher's goroutine, not the dispatcher's, so N
 // watchers filter in parallel and the dispatcher only copies pointers.
 //
+// The objects a watcher delivers are shared with every other watcher (live
+// events carry a cachingObject, initial events the cache's own object):
+// consumers must not modify them. The watcher copies an object only when it
+// changes it: the DELETED made from a selector change.
+//
 // Left out: the graceful drain of a terminated watcher that is owed its
 // initial-events-end bookmark (upstream's cacheWatcherBookmarkReceived
-// state); cachingObject (upstream wraps each event's object so N watchers
-// serialize it once; here the watchers share the object itself, which they
-// must not modify, and copy it only when they change it: a DELETED made
-// from a selector change); the namespace/name scoping of watchers.
+// state).
 
 import (
 	"context"

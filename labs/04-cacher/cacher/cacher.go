@@ -13,6 +13,7 @@
 //	watch_cache.go    the current objects, a ring of recent events, the current RV
 //	dispatch.go       one goroutine fans each event out to the watchers
 //	time_budget.go    how long dispatch may wait for slow watchers
+//	caching_object.go one encoding of an event, shared by its watchers
 //	cache_watcher.go  one client's watch: input -> filter -> result
 //	consistent_read.go  a LIST with RV "" served from the cache, or from etcd
 //	metrics.go        counters that show what happened
@@ -24,8 +25,7 @@
 // registration (Metrics returns the numbers; the miniapiserver will export
 // them), no snapshots for exact-RV and paginated lists (those go to etcd;
 // upstream's ListFromCacheSnapshot, beta and on by default since 1.34,
-// serves them from memory), no namespace/name scoping of watchers, and no
-// cachingObject (see cache_watcher.go).
+// serves them from memory), and no namespace/name scoping of watchers.
 package cacher
 
 import (

@@ -53,8 +53,8 @@ func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
 		if got := describe(ev); got != wantEv {
 			t.Errorf("selector watch: %s, want %s", got, wantEv)
 		}
-		if ev.Type == watch.Deleted && ev.Object.(*v1.Pod).Labels["app"] != "web" {
-			t.Errorf("DELETED carries labels %v, want the last matching state", ev.Object.(*v1.Pod).Labels)
+		if ev.Type == watch.Deleted && podOf(ev).Labels["app"] != "web" {
+			t.Errorf("DELETED carries labels %v, want the last matching state", podOf(ev).Labels)
 		}
 	}
 	// RV "0": the current state as ADDED, then everything.
@@ -158,7 +158,7 @@ func TestStreamingListThenInitialEventsEndBookmark(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 	ev := next(t, w)
-	p, _ := ev.Object.(*v1.Pod)
+	p := podOf(ev)
 	if ev.Type != watch.Bookmark || p == nil || p.Annotations[metav1.InitialEventsAnnotationKey] != "true" || rvOf(p) < rvOf(b) {
 		t.Fatalf("got %s %v, want BOOKMARK with %s", describe(ev), p, metav1.InitialEventsAnnotationKey)
 	}
@@ -295,7 +295,7 @@ func TestBookmarksPeriodicAndBeforeDeadline(t *testing.T) {
 		t.Helper()
 		clk.Step(step)
 		ev := next(t, w)
-		if ev.Type != watch.Bookmark || ev.Object.(*v1.Pod).ResourceVersion != p.ResourceVersion {
+		if ev.Type != watch.Bookmark || podOf(ev).ResourceVersion != p.ResourceVersion {
 			t.Fatalf("after %v: %s, want BOOKMARK at %s", clk.Since(start), describe(ev), p.ResourceVersion)
 		}
 	}

@@ -66,9 +66,11 @@ func (c *Cacher) dispatchEvents(ticker clock.Ticker) {
 	}
 }
 
-// dispatchEvent offers one event to the watchers that may want it.
+// dispatchEvent offers one event to the watchers that may want it, its
+// object wrapped so that they all share one encoding (caching_object.go).
 func (c *Cacher) dispatchEvent(ev *watchCacheEvent) {
 	watchers := c.watchersFor(ev)
+	ev = setCachingObjects(ev)
 	blocked := c.blockedWatchers[:0]
 	for _, w := range watchers {
 		if !w.nonblockingAdd(ev) {

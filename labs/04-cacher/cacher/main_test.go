@@ -159,9 +159,20 @@ func next(t *testing.T, w watch.Interface) watch.Event {
 	return watch.Event{}
 }
 
+// podOf is the event's pod, unwrapped from a cachingObject (live events
+// carry one, see caching_object.go); nil if the object is not a pod.
+func podOf(ev watch.Event) *v1.Pod {
+	obj := ev.Object
+	if co, ok := obj.(runtime.CacheableObject); ok {
+		obj = co.GetObject()
+	}
+	p, _ := obj.(*v1.Pod)
+	return p
+}
+
 // describe is "TYPE name rv" for a pod event.
 func describe(ev watch.Event) string {
-	if p, ok := ev.Object.(*v1.Pod); ok {
+	if p := podOf(ev); p != nil {
 		return fmt.Sprintf("%s %s %s", ev.Type, p.Name, p.ResourceVersion)
 	}
 	if s, ok := ev.Object.(*metav1.Status); ok {
