@@ -87,6 +87,7 @@ func (c clusterM) Run() int {
 			fmt.Fprintf(os.Stderr, "labkit: started an embedded cluster in %.1fs (%s)\n", time.Since(start).Seconds(), cl.Server)
 		}
 	}
+	cl.Name = TargetReal
 	current = cl
 	return c.m.Run()
 }

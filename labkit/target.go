@@ -169,7 +169,9 @@ func (s *script) start(name string, args []string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
-	c.Name = name
+	if c != current { // current is shared by every script; Main named it
+		c.Name = name
+	}
 	if old, ok := s.started[name]; ok && old != c {
 		delete(s.tokens, old)
 		old.Stop()
