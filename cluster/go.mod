@@ -78,6 +78,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0
 	github.com/lithammer/dedent v1.1.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/mistifyio/go-zfs v2.1.2-0.20190413222219-f784269be439+incompatible // indirect
@@ -221,3 +222,5 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.4
 	k8s.io/streaming => k8s.io/streaming v0.36.4
 )
+
+replace github.com/listwatch-labs/listwatch-labs/clusterstate => ../clusterstate

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,14 +109,14 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := paths{dir}
+	p := clusterstate.Dir(dir)
 	// Every run starts from a clean cluster: old data, credentials and logs go.
-	for _, old := range []string{p.etcdData(), p.pki(""), p.logs(), p.state(), p.kubeconfig()} {
+	for _, old := range []string{p.EtcdData(), p.PKI(""), p.Logs(), p.State(), p.Kubeconfig()} {
 		if err := os.RemoveAll(old); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(p.logs(), 0o700); err != nil {
+	if err := os.MkdirAll(p.Logs(), 0o700); err != nil {
 		return nil, err
 	}
 	s := &State{Dir: dir, PID: os.Getpid(), Components: components}
@@ -133,10 +134,10 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 	if err := makePKI(p, s.APIServerURL()); err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	if err := writeState(s); err != nil {
+	if err := clusterstate.Write(s); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
@@ -214,15 +215,15 @@ func (sv *supervisor) waitNode(timeout time.Duration) error {
 }
 
 func (sv *supervisor) start(name string) error {
-	log, err := os.OpenFile(paths{sv.state.Dir}.log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	log, err := os.OpenFile(clusterstate.Dir(sv.state.Dir).Log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(sv.self, append([]string{"component", name}, componentArgs(name, sv.state)...)...)
 	cmd.Stdout, cmd.Stderr = log, log
-	// Kill the child if we die. The kernel ties this to the forking thread,
-	// not the process; exitWhenOrphaned in the child covers that gap.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Kill the child if we die (Linux); exitWhenOrphaned in the child is
+	// the guarantee everywhere.
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start %s: %w", name, err)
@@ -323,7 +324,7 @@ func (sv *supervisor) exitedEarly(name string) error {
 
 // logTail returns the last lines of a component's log, for error messages.
 func (sv *supervisor) logTail(name string) string {
-	b, err := os.ReadFile(paths{sv.state.Dir}.log(name))
+	b, err := os.ReadFile(clusterstate.Dir(sv.state.Dir).Log(name))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
@@ -331,7 +332,7 @@ func (sv *supervisor) logTail(name string) string {
 	if len(lines) > 15 {
 		lines = lines[len(lines)-15:]
 	}
-	return fmt.Sprintf("\nlast lines of %s:\n  %s", paths{sv.state.Dir}.log(name), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("\nlast lines of %s:\n  %s", clusterstate.Dir(sv.state.Dir).Log(name), strings.Join(lines, "\n  "))
 }
 
 // serve handles requests until stop, a signal, or the socket closing.

@@ -27,24 +27,34 @@ fi
 "$root/scripts/build-labcluster.sh" || exit 1
 labcluster="$root/.cluster/bin/labcluster"
 
-reachable() { "$labcluster" kubectl --kubeconfig "$1" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; }
-
+# Which cluster: `labcluster status` applies the rule labkit's test binaries
+# follow (clusterstate.Discover): $KUBECONFIG if set (it must answer), else
+# .cluster/kubeconfig if it answers. It prints shell assignments (up, from,
+# kubeconfig, dir, apiserver, ...) and exits 0 when a cluster is up, 3 when
+# none is, 1 when $KUBECONFIG names one that does not answer (it says why).
 started=""
-if [[ -n "${KUBECONFIG:-}" ]]; then
-  reachable "$KUBECONFIG" || { echo "test.sh: KUBECONFIG=$KUBECONFIG points at no ready cluster" >&2; exit 1; }
-  echo "test.sh: using the cluster of KUBECONFIG=$KUBECONFIG"
-elif [[ -f .cluster/kubeconfig ]] && reachable .cluster/kubeconfig; then
-  export KUBECONFIG="$root/.cluster/kubeconfig"
-  echo "test.sh: using the cluster of .cluster/kubeconfig"
-else
+found=$("$labcluster" status -o env)
+case $? in
+0)
+  eval "$found"
+  export KUBECONFIG="$kubeconfig"
+  echo "test.sh: using the cluster of $kubeconfig (found by $from)"
+  ;;
+3)
   # Our own cluster in a temporary directory, so a learner's .cluster/ is left alone.
   started=$(mktemp -d "${TMPDIR:-/tmp}/labcluster-test.XXXXXX")
   trap '"$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"' EXIT
   "$labcluster" up --dir "$started" || exit 1
   export KUBECONFIG="$started/kubeconfig"
-fi
+  ;;
+*)
+  exit 1
+  ;;
+esac
 
-modules=$(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work)
+# Every module of go.work, and cluster/, which is not in it: it is built with
+# GOWORK=off so that k8s.io/kubernetes stays out of the labs' build list.
+modules="$(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work) cluster"
 passed=0 failed=0 summary=()
 for m in $modules; do
   start=$SECONDS
