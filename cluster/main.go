@@ -1,7 +1,9 @@
 // Command labcluster runs a real Kubernetes v1.36.4 control plane on
 // 127.0.0.1, built from Go modules: embedded etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and a simulated node, each a child
-// process of one supervisor. It also carries kubectl.
+// process of one supervisor. It also carries kubectl. It serves every
+// built-in API group but autoscaling and batch, which nothing here could act
+// on (components.go says why).
 //
 //	labcluster up [--dir DIR] [--components LIST]   start a cluster, return when ready
 //	labcluster down [--dir DIR]                      stop it, leave no process
@@ -30,6 +32,7 @@ import (
 	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
+	"k8s.io/component-base/version"
 	kubectl "k8s.io/kubectl/pkg/cmd"
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 )
@@ -194,14 +197,23 @@ func up(dir string, comps []string) error {
 	w.Close() // the child holds its own copy; EOF on r now means it died
 	cmd.Process.Release()
 
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	line = strings.TrimSpace(line)
-	if url, ok := strings.CutPrefix(line, "ready "); ok {
-		fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes v1.36.4)\n", time.Since(start).Seconds(), url)
-		return nil
-	}
-	if msg, ok := strings.CutPrefix(line, "error "); ok {
-		return errors.New(msg)
+	// "step WHAT" lines as the start progresses, each shown with the time it
+	// arrived (since this command started: what a learner waits), then
+	// "ready URL" or "error MESSAGE". EOF means the supervisor died.
+	lines := bufio.NewScanner(r)
+	for lines.Scan() {
+		line := lines.Text()
+		if what, ok := strings.CutPrefix(line, "step "); ok {
+			fmt.Printf("labcluster: %5.2fs  %s\n", time.Since(start).Seconds(), what)
+			continue
+		}
+		if url, ok := strings.CutPrefix(line, "ready "); ok {
+			fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes %s)\n", time.Since(start).Seconds(), url, version.Get().GitVersion)
+			return nil
+		}
+		if msg, ok := strings.CutPrefix(line, "error "); ok {
+			return errors.New(msg)
+		}
 	}
 	return fmt.Errorf("the supervisor exited before the cluster was ready; see %s", log.Name())
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/listwatch-labs/listwatch-labs/clusterstate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -40,6 +41,9 @@ type supervisor struct {
 	self     string // path of this binary, to start components
 	children map[string]*child
 	client   kubernetes.Interface
+	// step reports a milestone of the start ("etcd listening") to whoever
+	// waits for readiness; `up` prints each with the time it arrived.
+	step func(format string, args ...any)
 }
 
 type request struct {
@@ -47,14 +51,20 @@ type request struct {
 	reply chan<- string
 }
 
-// runSupervisor is `labcluster run`. ready, if not nil, receives one line:
-// "ready URL" or "error MESSAGE", and is then closed.
+// runSupervisor is `labcluster run`. ready, if not nil, receives "step WHAT"
+// lines as the start progresses, then one last line, "ready URL" or
+// "error MESSAGE", and is then closed.
 func runSupervisor(dir string, components []string, detached bool, ready *os.File) int {
 	report := func(format string, args ...any) {
 		if ready != nil {
 			fmt.Fprintf(ready, format+"\n", args...)
 			ready.Close()
 			ready = nil
+		}
+	}
+	step := func(format string, args ...any) {
+		if ready != nil {
+			fmt.Fprintf(ready, "step "+format+"\n", args...)
 		}
 	}
 	if !detached {
@@ -74,6 +84,8 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 		report("error %v", err)
 		return 1
 	}
+	sv.step = step
+	step("credentials and ports ready")
 	sock, err := net.Listen("unix", sv.state.Socket)
 	if err != nil {
 		report("error control socket: %v", err)
@@ -142,6 +154,10 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 		return nil, err
 	}
 	cfg.Timeout = 5 * time.Second
+	// No client-side rate limit: the readiness polls come every 20ms, and
+	// client-go's default (5 QPS) would space them 200ms apart, so `up` would
+	// notice readiness up to that much late.
+	cfg.QPS = -1
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -168,6 +184,7 @@ func (sv *supervisor) startAll() error {
 	if err := sv.waitTCP(compEtcd, sv.state.EtcdPort, 30*time.Second); err != nil {
 		return err
 	}
+	sv.step("etcd listening%s", detail(sv.cpuNote(compEtcd)))
 	if err := sv.start(compAPIServer); err != nil {
 		return err
 	}
@@ -190,7 +207,10 @@ func (sv *supervisor) startAll() error {
 	}
 	if sv.has(compNode) {
 		// So that `kubectl get nodes` right after up shows the node.
-		return sv.waitNode(15 * time.Second)
+		if err := sv.waitNode(15 * time.Second); err != nil {
+			return err
+		}
+		sv.step("node %s registered", nodeName)
 	}
 	return nil
 }
@@ -282,31 +302,68 @@ func (sv *supervisor) waitTCP(name string, port int, timeout time.Duration) erro
 	return fmt.Errorf("%s did not listen on 127.0.0.1:%d within %s%s", name, port, timeout, sv.logTail(name))
 }
 
-// waitAPIServer polls /readyz, then waits for namespace "default" (created by
-// the apiserver's own bootstrap controller, a moment after readyz).
+// waitAPIServer polls /readyz until it passes, then waits for namespace
+// "default" (created by the apiserver's own system namespaces controller, a
+// moment after readyz). It reports when the apiserver first answers (it
+// serves: its API groups and OpenAPI are built) and when it is ready (its
+// post-start hooks are done), naming the checks that passed last.
 func (sv *supervisor) waitAPIServer(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
+	var pending []string // the checks /readyz last reported failing
+	serving := false
 	for ctx.Err() == nil {
 		if err := sv.exitedEarly(compAPIServer); err != nil {
 			return err
 		}
-		if last = sv.ready(ctx); last == nil {
+		body, err := sv.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil {
+			break
+		}
+		last = fmt.Errorf("/readyz: %v %s", err, strings.TrimSpace(string(body)))
+		var status *apierrors.StatusError
+		if errors.As(err, &status) {
+			if !serving {
+				serving = true
+				sv.step("apiserver serving%s", detail(sv.cpuNote(compAPIServer)))
+			}
+			pending = failingChecks(body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("kube-apiserver not ready within %s: %v%s", timeout, last, sv.logTail(compAPIServer))
+	}
+	lastChecks := ""
+	if len(pending) > 0 {
+		lastChecks = "last checks to pass: " + strings.Join(pending, ", ")
+	}
+	sv.step("apiserver ready%s", detail(lastChecks, sv.cpuNote(compAPIServer)))
+	for {
+		_, err := sv.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		if err == nil {
+			sv.step("namespace default exists")
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if ctx.Err() != nil {
+			return fmt.Errorf("namespace default not created within %s: %v%s", timeout, err, sv.logTail(compAPIServer))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("kube-apiserver not ready within %s: %v%s", timeout, last, sv.logTail(compAPIServer))
 }
 
-func (sv *supervisor) ready(ctx context.Context) error {
-	body, err := sv.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("/readyz: %v %s", err, strings.TrimSpace(string(body)))
+// failingChecks returns the names of the checks a failing /readyz lists as
+// failed ("[-]poststarthook/rbac/bootstrap-roles failed: reason withheld").
+func failingChecks(body []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			out = append(out, name)
+		}
 	}
-	_, err = sv.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-	return err
+	return out
 }
 
 func (sv *supervisor) exitedEarly(name string) error {
