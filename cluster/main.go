@@ -78,6 +78,7 @@ func run(args []string) int {
 	components := fs.String("components", strings.Join(allComponents, ","), "components to run (up, run)")
 	detached := fs.Bool("detached", false, "run: do not exit when the parent exits (used by up)")
 	readyFD := fs.Int("ready-fd", 0, "run: file descriptor on which to report readiness")
+	steps := fs.Bool("steps", false, "run: also report start-up milestones on the ready fd (used by up)")
 	output := fs.String("o", "text", "status: text, env (shell assignments) or json")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -103,7 +104,7 @@ func run(args []string) int {
 		if *readyFD > 0 {
 			ready = os.NewFile(uintptr(*readyFD), "ready")
 		}
-		return runSupervisor(d, comps, *detached, ready)
+		return runSupervisor(d, comps, *detached, ready, *steps)
 	case "up":
 		err = up(d, comps)
 	case "down":
@@ -185,7 +186,7 @@ func up(dir string, comps []string) error {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3")
+	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3", "--steps")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

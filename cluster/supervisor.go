@@ -51,10 +51,11 @@ type request struct {
 	reply chan<- string
 }
 
-// runSupervisor is `labcluster run`. ready, if not nil, receives "step WHAT"
-// lines as the start progresses, then one last line, "ready URL" or
-// "error MESSAGE", and is then closed.
-func runSupervisor(dir string, components []string, detached bool, ready *os.File) int {
+// runSupervisor is `labcluster run`. ready, if not nil, receives one line,
+// "ready URL" or "error MESSAGE", and is then closed; with steps, "step WHAT"
+// lines come first, as the start progresses (a reader that knows only the
+// last line, such as an older labkit, does not ask for them).
+func runSupervisor(dir string, components []string, detached bool, ready *os.File, steps bool) int {
 	report := func(format string, args ...any) {
 		if ready != nil {
 			fmt.Fprintf(ready, format+"\n", args...)
@@ -63,7 +64,7 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 		}
 	}
 	step := func(format string, args ...any) {
-		if ready != nil {
+		if ready != nil && steps {
 			fmt.Fprintf(ready, "step "+format+"\n", args...)
 		}
 	}

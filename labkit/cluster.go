@@ -205,16 +205,11 @@ func StartEmbedded(dir string, components ...string) (*Cluster, error) {
 		return nil, err
 	}
 	w.Close()
-	// The supervisor writes "step WHAT" lines as it starts the components,
-	// then one last line: "ready URL" or "error MESSAGE"; EOF means it died
-	// first.
-	var line string
-	for lines := bufio.NewScanner(r); lines.Scan(); {
-		if l := lines.Text(); !strings.HasPrefix(l, "step ") {
-			line = l
-			break
-		}
-	}
+	// The supervisor writes one line: "ready URL" or "error MESSAGE"; EOF
+	// means it died first. (It writes progress lines before it only when
+	// asked with --steps, as `labcluster up` does.)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "ready ") {
 		cmd.Process.Kill()
 		cmd.Wait()
