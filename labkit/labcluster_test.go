@@ -48,6 +48,16 @@ func TestLabclusterUpDown(t *testing.T) {
 	if !strings.Contains(out, "ready in") {
 		t.Fatalf("up: %s", out)
 	}
+	// up says where its time went, milestone by milestone, in order.
+	rest := out
+	for _, step := range []string{"s  credentials and ports ready", "s  etcd listening", "s  apiserver serving", "s  apiserver ready", "s  namespace default exists", "s  node lab-node registered", "labcluster: ready in "} {
+		i := strings.Index(rest, step)
+		if i < 0 {
+			t.Errorf("up's output lacks %q after the steps before it:\n%s", step, out)
+			break
+		}
+		rest = rest[i+len(step):]
+	}
 	stopped := false
 	defer func() {
 		if !stopped {
