@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,6 +252,7 @@ func metricLine(all, resource, name string) (string, bool) {
 
 // stalled is a watch whose client reads nothing.
 type stalled struct {
+	raw  *net.TCPConn
 	conn *tls.Conn
 	r    *bufio.Reader
 }
@@ -279,12 +281,13 @@ func cmdStall(ts *testscript.TestScript, c *labkit.Cluster, args []string) {
 		host := strings.TrimPrefix(c.Server, "https://")
 		raw, err := net.Dial("tcp", host)
 		ts.Check(err)
+		// A small receive window, so the server's writes block soon.
 		raw.(*net.TCPConn).SetReadBuffer(4096)
 		conn := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}})
 		ts.Check(conn.Handshake())
 		ns := ts.Getenv("NS")
 		fmt.Fprintf(conn, "GET /api/v1/namespaces/%s/%s?watch=1 HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: application/json\r\n\r\n", ns, args[2], host, c.Token)
-		watches[args[1]] = &stalled{conn: conn, r: bufio.NewReader(conn)}
+		watches[args[1]] = &stalled{raw: raw.(*net.TCPConn), conn: conn, r: bufio.NewReader(conn)}
 	case len(args) == 2 && args[0] == "finish":
 		w, ok := watches[args[1]]
 		if !ok {
@@ -292,6 +295,9 @@ func cmdStall(ts *testscript.TestScript, c *labkit.Cluster, args []string) {
 		}
 		delete(watches, args[1])
 		defer w.conn.Close()
+		// Read at full speed now: a 4 KB window and delayed ACKs would
+		// make the rest of the stream crawl.
+		w.raw.SetReadBuffer(4 << 20)
 		w.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 		resp, err := http.ReadResponse(w.r, nil)
 		ts.Check(err)
@@ -303,6 +309,13 @@ func cmdStall(ts *testscript.TestScript, c *labkit.Cluster, args []string) {
 				break
 			} else if err != nil {
 				fmt.Fprintf(ts.Stdout(), "stream broken after %d events: %v\n", events, err)
+				var b strings.Builder
+				pprof.Lookup("goroutine").WriteTo(&b, 2)
+				for _, g := range strings.Split(b.String(), "\n\n") {
+					if strings.Contains(g, "watchserver") || strings.Contains(g, "cacheWatcher") {
+						fmt.Fprintln(ts.Stderr(), g)
+					}
+				}
 				return
 			}
 			events++
