@@ -31,6 +31,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -176,16 +177,13 @@ func cmdMini(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 4 {
 			ts.Fatalf("usage: mini waitmetric RESOURCE NAME VALUE")
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			line, _ := metricLine(scrape(ts, c), args[1], args[2])
-			if strings.HasSuffix(line, " "+args[3]) {
-				return
-			}
-			if time.Now().After(deadline) {
-				ts.Fatalf("mini waitmetric: %s is %q after 30s, want %s", args[2], line, args[3])
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval, not a wait for an event
+		var line string
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			line, _ = metricLine(scrape(ts, c), args[1], args[2])
+			return strings.HasSuffix(line, " "+args[3]), nil
+		})
+		if err != nil {
+			ts.Fatalf("mini waitmetric: %s is %q after 30s, want %s", args[2], line, args[3])
 		}
 	case "stall":
 		cmdStall(ts, c, args[1:])
@@ -309,6 +307,7 @@ func cmdStall(ts *testscript.TestScript, c *labkit.Cluster, args []string) {
 				break
 			} else if err != nil {
 				fmt.Fprintf(ts.Stdout(), "stream broken after %d events: %v\n", events, err)
+				// Where is the watch path stuck? Its goroutines say.
 				var b strings.Builder
 				pprof.Lookup("goroutine").WriteTo(&b, 2)
 				for _, g := range strings.Split(b.String(), "\n\n") {

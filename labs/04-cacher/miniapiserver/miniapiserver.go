@@ -31,6 +31,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -139,17 +140,13 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 	}
 	// Serve nothing before every cache is loaded: a LIST would wait anyway,
 	// and a test that starts the server expects it ready.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	for name, c := range cachers {
-		for !c.Ready() {
-			select {
-			case <-ctx.Done():
-				api.Close()
-				etcd.Close()
-				return fmt.Errorf("the %s cache did not load within 30s", name)
-			case <-time.After(10 * time.Millisecond):
-			}
+		err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return c.Ready(), nil })
+		if err != nil {
+			api.Close()
+			etcd.Close()
+			return fmt.Errorf("the %s cache did not load within 30s", name)
 		}
 	}
 	in.mu.Lock()
