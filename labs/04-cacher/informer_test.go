@@ -2,11 +2,8 @@ package lab_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
@@ -132,74 +129,4 @@ func TestInformerThroughCompactionAndRestart(t *testing.T) {
 	if m, _ := in.Metrics("configmaps"); m.Relists != 1 || m.StorageWatchesOpen != 1 {
 		t.Errorf("restarted Cacher: %d relists, %d etcd watches open; want 1 and 1", m.Relists, m.StorageWatchesOpen)
 	}
-}
-
-// informerMain is the `informer` program of lab 03's exercises
-// (labs/03-watchserver/lab_test.go), the same code, so that lab 03's
-// informer exercise runs against the miniapiserver: a client-go
-// SharedInformer for ConfigMaps in one namespace, writing SYNCED to -synced
-// once synced, then one line per handler call, exiting after -events calls.
-func informerMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("informer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the server")
-	ns := fs.String("n", "default", "namespace")
-	selector := fs.String("l", "", "label selector")
-	synced := fs.String("synced", "", "file to create once synced")
-	events := fs.Int("events", 1, "handler calls to wait for")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up after")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = *selector }))
-	informer := factory.Core().V1().ConfigMaps().Informer()
-	lines := make(chan string, 100)
-	informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { lines <- "OnAdd " + describe(obj) },
-		UpdateFunc: func(old, cur any) { lines <- "OnUpdate " + describe(old) + " -> " + describe(cur) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			lines <- "OnDelete " + describe(obj)
-		},
-	})
-	stop := make(chan struct{})
-	factory.Start(stop)
-	defer factory.Shutdown()
-	defer close(stop)
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		fmt.Fprintln(stderr, "informer: cache never synced")
-		return 1
-	}
-	if *synced != "" {
-		os.WriteFile(*synced, []byte("SYNCED\n"), 0o644)
-	}
-	for n := 0; n < *events; n++ {
-		select {
-		case l := <-lines:
-			fmt.Fprintln(stdout, l)
-		case <-ctx.Done():
-			fmt.Fprintf(stderr, "informer: only %d of %d handler calls after %s\n", n, *events, *timeout)
-			return 1
-		}
-	}
-	return 0
-}
-
-func describe(obj any) string {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return fmt.Sprintf("%T", obj)
-	}
-	return fmt.Sprintf("%s color=%s", cm.Name, cm.Data["color"])
 }

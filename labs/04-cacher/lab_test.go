@@ -43,7 +43,7 @@ import (
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]labkit.Program{
 		"miniapiserver": miniapiservercmd.Main,
-		"informer":      informerMain,
+		"informer":      labkit.ClientGoInformer,
 	})
 }
 
@@ -61,7 +61,7 @@ func TestScripts(t *testing.T) {
 // an in-memory storage and over this Cacher over etcd must give the same
 // transcripts. Lab 03's `watchserver` program is not registered here (it
 // lives in lab 03's internal package): the one script that runs it skips
-// itself on mini. `informer` is, the same program as lab 03's.
+// itself on mini. `informer` is labkit.ClientGoInformer, as in lab 03.
 func TestLab03ScriptsOnMini(t *testing.T) {
 	labkit.RunScripts(t, "../03-watchserver/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{"mini": startMini},
