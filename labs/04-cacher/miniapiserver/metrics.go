@@ -5,13 +5,18 @@
 // (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go) and
 // kube-apiserver serves them at /metrics. Where a metric has an upstream
 // twin it has its name (apiserver_watch_cache_events_dispatched_total,
-// apiserver_terminated_watchers_total, apiserver_watch_cache_capacity,
+// apiserver_terminated_watchers_total, watch_cache_capacity — upstream's
+// has no apiserver_ prefix: its metrics.go sets only the subsystem —,
 // apiserver_watch_cache_resource_version,
 // apiserver_watch_cache_consistent_read_total); the others are this lab's
-// and start with lab04_. consistent_read_total keeps upstream's labels
-// (delegator.go), but its success label is always "true" here: our Cacher
-// counts the reads the cache answered and every fallback to etcd, not the
-// reads that failed.
+// and start with lab04_. Two differences are ours: upstream labels every
+// cacher metric with group and resource, ours with resource only (both our
+// resources are in the core group); and upstream's events_dispatched counts
+// every event the dispatcher takes in, the storage's bookmarks (progress
+// notifications) included, while ours counts the events it fans out.
+// consistent_read_total has upstream's success and fallback labels, but
+// success is always "true" here: our Cacher counts the reads the cache
+// answered and every fallback to etcd, not the reads that failed.
 
 package miniapiserver
 
@@ -57,7 +62,7 @@ var (
 			func(m cacherMetrics) float64 { return float64(m.BlockedDispatches) }},
 		{desc("apiserver_terminated_watchers_total", "Watchers cut off because they did not take events within the time budget."), prometheus.CounterValue,
 			func(m cacherMetrics) float64 { return float64(m.WatchersTerminated) }},
-		{desc("apiserver_watch_cache_capacity", "Capacity of the watch cache's event ring."), prometheus.GaugeValue,
+		{desc("watch_cache_capacity", "Capacity of the watch cache's event ring."), prometheus.GaugeValue,
 			func(m cacherMetrics) float64 { return float64(m.RingCapacity) }},
 		{desc("apiserver_watch_cache_resource_version", "The resourceVersion the cache is current to."), prometheus.GaugeValue,
 			func(m cacherMetrics) float64 { return float64(m.ResourceVersion) }},

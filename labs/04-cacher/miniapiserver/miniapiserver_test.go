@@ -77,7 +77,7 @@ func TestMetricsCompactAndRestart(t *testing.T) {
 		`lab04_cacher_etcd_watches_open{resource="pods"} 1`,
 		`apiserver_watch_cache_events_dispatched_total{resource="configmaps"}`,
 		`apiserver_terminated_watchers_total{resource="pods"} 0`,
-		`apiserver_watch_cache_capacity{resource="pods"} 100`,
+		`watch_cache_capacity{resource="pods"} 100`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
