@@ -1,0 +1,3 @@
+module github.com/listwatch-labs/listwatch-labs/learn
+
+go 1.26.0
