@@ -8,6 +8,7 @@
 //	labs run NN                   the lab's demo against the cluster, step by step
 //	labs reset NN EXERCISE        put the stub back (as committed in git)
 //	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
+//	labs trace                    one ConfigMap write through every layer, timestamped: .cluster/trace/trace.html
 //	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
 //
 // An exercise is one piece of a lab's implementation moved behind the build
@@ -40,6 +41,7 @@ const usage = `usage:
   labs run NN                   run the lab's demo against the cluster
   labs reset NN EXERCISE        restore the exercise's stub
   labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
+  labs trace                    trace one write through every layer: .cluster/trace/trace.{html,md,json}
   labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
 `
 
@@ -164,6 +166,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			}
 		}
 		return cmdVerify(ctx, u, selected, only, *cluster, *full)
+	case "trace":
+		return cmdTrace(ctx, u, root, pos)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0

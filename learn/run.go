@@ -152,3 +152,20 @@ func waitForOutput(ctx context.Context, file, pattern string, timeout time.Durat
 	}
 	return false
 }
+
+// cmdTrace runs learn/trace (its own main package: it imports every lab, so
+// the rest of the labs command stays quick to build).
+func cmdTrace(ctx context.Context, u *ui, root string, args []string) int {
+	out := filepath.Join(root, ".cluster", "trace")
+	u.start("tracing one ConfigMap write through every layer (the first run compiles the labs)")
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./learn/trace", "-out", out}, args...)...)
+	cmd.Dir = root
+	output, err := cmd.CombinedOutput()
+	u.done()
+	u.printf("%s", output)
+	if err != nil {
+		fmt.Fprintf(u.err, "labs: trace failed: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -58,15 +59,23 @@ type labStatus struct {
 // labkit, and the labs its go.mod requires. Same content, same hash: a second
 // `labs` call needs no test run.
 func labHash(root string, lab *Lab) (string, error) {
+	// The labs it imports (through go.work, so not always in go.mod): any
+	// "listwatch-labs/labs/NN-name/..." in its Go files.
 	dirs := []string{lab.Dir, filepath.Join(root, "labkit")}
-	if data, err := os.ReadFile(filepath.Join(lab.Dir, "go.mod")); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if i := strings.Index(line, "/listwatch-labs/labs/"); i >= 0 {
-				name := strings.Fields(line[i+len("/listwatch-labs/labs/"):])[0]
-				dirs = append(dirs, filepath.Join(root, "labs", name))
+	seen := map[string]bool{lab.Name: true}
+	filepath.WalkDir(lab.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		for _, m := range labImport.FindAllStringSubmatch(string(data), -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				dirs = append(dirs, filepath.Join(root, "labs", m[1]))
 			}
 		}
-	}
+		return nil
+	})
 	h := sha256.New()
 	for _, dir := range dirs {
 		var files []string
@@ -95,6 +104,8 @@ func labHash(root string, lab *Lab) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+var labImport = regexp.MustCompile(`"github.com/listwatch-labs/listwatch-labs/labs/([0-9][0-9]-[a-z0-9-]+)/`)
 
 // hintsShown is hints.json: "03/flush-when-idle" -> how many hints were shown.
 type hintsShown map[string]int
