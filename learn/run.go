@@ -160,11 +160,15 @@ func cmdTrace(ctx context.Context, u *ui, root string, args []string) int {
 	u.start("tracing one ConfigMap write through every layer (the first run compiles the labs)")
 	cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./learn/trace", "-out", out}, args...)...)
 	cmd.Dir = root
-	output, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	output, err := cmd.Output()
 	u.done()
 	u.printf("%s", output)
 	if err != nil {
-		fmt.Fprintf(u.err, "labs: trace failed: %v\n", err)
+		// The embedded etcd logs its shutdown on stderr; show it only when
+		// something failed.
+		fmt.Fprintf(u.err, "%slabs: trace failed: %v\n", stderr.String(), err)
 		return 1
 	}
 	return 0

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // ui writes to the learner's terminal: colours and a spinner when stdout is
@@ -14,6 +16,7 @@ type ui struct {
 	out, err io.Writer
 	color    bool
 	tty      bool
+	spin     bool // a spinner on stderr
 
 	mu      sync.Mutex
 	label   string
@@ -24,11 +27,16 @@ type ui struct {
 
 func newUI(stdout, stderr io.Writer) *ui {
 	u := &ui{out: stdout, err: stderr}
-	if f, ok := stdout.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			u.tty = true
-			u.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-		}
+	// A terminal, not merely a character device (/dev/null is one too).
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		u.tty = true
+		u.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	}
+	// The spinner goes to stderr: only when that is a terminal as well.
+	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		u.spin = false
+	} else {
+		u.spin = u.tty
 	}
 	return u
 }
@@ -54,7 +62,7 @@ func (u *ui) start(label string) {
 	u.mu.Lock()
 	u.label, u.detail = label, ""
 	u.mu.Unlock()
-	if !u.tty {
+	if !u.spin {
 		fmt.Fprintf(u.err, "%s ...\n", label)
 		return
 	}

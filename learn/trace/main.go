@@ -1,9 +1,9 @@
 // Command trace sends one ConfigMap write through the course's whole stack
 // and timestamps every hop (scripts/labs trace runs it):
 //
-//	writer -> lab 03 API server -> storage (lab 04's Cacher over etcd when it
-//	is in the workspace; lab 03's memstorage otherwise) -> lab 03 WatchServer
-//	-> HTTP -> lab 02 ListWatch -> lab 05 Reflector -> RealFIFO -> Indexer -> handler
+//	writer -> lab 03 API server -> lab 04 etcd3 store -> embedded etcd ->
+//	lab 04 Cacher -> lab 03 WatchServer -> HTTP -> lab 02 ListWatch ->
+//	lab 05 Reflector -> RealFIFO -> Indexer -> handler
 //
 // and, when a cluster answers, the same write through the real
 // kube-apiserver and client-go's informer, observed at the same seams. It

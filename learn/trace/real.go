@@ -34,7 +34,7 @@ func runRealStack(ctx context.Context, cfg *rest.Config) (*Tracer, error) {
 	tr := newTracer("kube-apiserver + client-go", tracedName, "Indexer -> handler")
 	writeCfg := rest.CopyConfig(cfg)
 	readCfg := rest.CopyConfig(cfg)
-	clientHops(tr, readCfg, "client-go")
+	clientHops(tr, readCfg, "client-go", "apiserver")
 	client, err := kubernetes.NewForConfig(readCfg)
 	if err != nil {
 		return nil, err

@@ -24,10 +24,10 @@ type watchEvent = watch.Event
 const tracedName = "traced"
 
 // The hops every stack shares, from the HTTP body to the handler.
-func clientHops(tr *Tracer, cfg *rest.Config, stack string) {
+func clientHops(tr *Tracer, cfg *rest.Config, stack, from string) {
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return traceTransport{next: rt, needle: []byte(`"name":"` + tracedName + `"`), onRead: func() {
-			tr.mark("HTTP -> client", "apiserver", "ListWatch", "the watch response body, read by the client ("+stack+")", "frame bytes")
+			tr.mark("HTTP -> client", from, "ListWatch", "the watch response body, read by the client ("+stack+")", "frame bytes")
 		}}
 	}
 }
@@ -35,7 +35,11 @@ func clientHops(tr *Tracer, cfg *rest.Config, stack string) {
 // runLabStack: one ConfigMap create through the course's own layers.
 func runLabStack(ctx context.Context) (*Tracer, string, error) {
 	tr := newTracer("course stack", tracedName, "Indexer -> handler")
-	storageFn, storageDesc := labStorage(tr)
+	storageFn, stopEtcd, storageDesc, err := labStorage(tr)
+	if err != nil {
+		return nil, "", err
+	}
+	defer stopEtcd()
 	in, err := apiserver.Start(apiserver.Config{Listen: "127.0.0.1:0", Storage: storageFn})
 	if err != nil {
 		return nil, "", err
@@ -46,7 +50,7 @@ func runLabStack(ctx context.Context) (*Tracer, string, error) {
 		return nil, "", err
 	}
 	writeCfg := rest.CopyConfig(cfg)
-	clientHops(tr, cfg, "lab 02's ListWatch")
+	clientHops(tr, cfg, "lab 02's ListWatch", "WatchServer")
 	lw, err := listwatcher.New(cfg, "configmaps", "trace")
 	if err != nil {
 		return nil, "", err

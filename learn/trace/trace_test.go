@@ -14,7 +14,8 @@ import (
 // wantHops is the course stack's path, in order.
 var wantHops = []string{
 	"client -> apiserver",
-	"storage -> WatchServer",
+	"etcd -> Cacher",
+	"Cacher -> WatchServer",
 	"HTTP -> client",
 	"ListWatch -> Reflector",
 	"Reflector -> FIFO",
