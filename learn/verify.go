@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -33,8 +34,22 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 		if only != nil {
 			exs = []Exercise{*only}
 		}
-		if len(exs) == 0 {
-			u.printf("lab %s: no exercises\n", lab.Num)
+		if only == nil && len(lab.Exercises) < 3 {
+			u.printf("lab %s\n", lab.Num)
+			fail("lab %s has %d exercise(s) in exercises.json; every lab has at least 3", lab.Num, len(lab.Exercises))
+			if len(exs) == 0 {
+				continue
+			}
+		}
+		// Exercise mode must build and vet cleanly, every package of the lab.
+		u.start(fmt.Sprintf("lab %s: go vet -tags exercise ./...", lab.Num))
+		vet := exec.CommandContext(ctx, "go", "vet", "-tags", "exercise", "./...")
+		vet.Dir = lab.Dir
+		out, err := vet.CombinedOutput()
+		u.done()
+		if err != nil {
+			u.printf("lab %s\n", lab.Num)
+			fail("go vet -tags exercise ./... fails:\n%s", indent(string(out)))
 			continue
 		}
 		for i := range exs {

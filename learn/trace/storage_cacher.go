@@ -43,7 +43,7 @@ func labStorage(tr *Tracer) (func(r *apiserver.Resource) (storage.Interface, fun
 		if traced {
 			fromEtcd = traceStorage{Interface: store, onEvent: func(ev watchEvent) {
 				if ok, d := tr.eventDetail(ev); ok {
-					tr.mark("etcd -> Cacher", "etcd", "Cacher", "lab 04 etcd3 watcher -> Cacher reflector (embedded etcd)", d)
+					tr.mark("etcd -> Cacher", "etcd", "Cacher", "the POST, lab 04 etcd3 store's write to embedded etcd, and etcd's watch event to the Cacher's reflector", d)
 				}
 			}}
 		}
