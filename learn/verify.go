@@ -192,8 +192,9 @@ func verifyFull(ctx context.Context, u *ui, lab *Lab) int {
 	for _, f := range failed {
 		ok := false
 		for _, l := range listed {
-			// A failing parent (TestScripts) is explained by a listed subtest.
-			if l.Package == f.Package && (l.Run == f.Run || strings.HasPrefix(l.Run, f.Run+"/")) {
+			// A failing parent (TestScripts) is explained by a listed
+			// subtest, a failing subtest by its listed parent.
+			if l.Package == f.Package && (l.Run == f.Run || strings.HasPrefix(l.Run, f.Run+"/") || strings.HasPrefix(f.Run, l.Run+"/")) {
 				ok = true
 			}
 		}
