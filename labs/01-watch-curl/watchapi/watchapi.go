@@ -30,7 +30,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -82,27 +81,6 @@ type Options struct {
 	FieldSelector       string
 }
 
-// Query encodes the options as the apiserver reads them.
-func (o Options) Query() string {
-	q := url.Values{"watch": {"1"}}
-	if o.ResourceVersion != "" {
-		q.Set("resourceVersion", o.ResourceVersion)
-	}
-	if o.AllowWatchBookmarks {
-		q.Set("allowWatchBookmarks", "true")
-	}
-	if o.TimeoutSeconds > 0 {
-		q.Set("timeoutSeconds", strconv.Itoa(o.TimeoutSeconds))
-	}
-	if o.LabelSelector != "" {
-		q.Set("labelSelector", o.LabelSelector)
-	}
-	if o.FieldSelector != "" {
-		q.Set("fieldSelector", o.FieldSelector)
-	}
-	return q.Encode()
-}
-
 // URL is the watch URL of a core/v1 resource collection in a namespace:
 // SERVER/api/v1/namespaces/NAMESPACE/RESOURCE?watch=1&...
 func URL(server, namespace, resource string, o Options) string {
@@ -132,10 +110,8 @@ func Open(ctx context.Context, client *http.Client, watchURL string) (io.ReadClo
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, &HTTPError{Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	if err := refused(resp); err != nil { // refused.go
+		return nil, err
 	}
 	return resp.Body, nil
 }
@@ -159,15 +135,10 @@ var ErrCutOff = errors.New("watch stream cut off inside an event")
 // returned as an event; Status turns its object into an error.
 func (d *Decoder) Next() (WatchEvent, error) {
 	var ev WatchEvent
-	err := d.dec.Decode(&ev)
-	switch {
-	case err == io.EOF:
-		return ev, io.EOF
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return ev, ErrCutOff
-	case err != nil:
-		return ev, fmt.Errorf("watch stream: not a JSON event: %w", err)
-	case ev.Type == "" || len(ev.Object) == 0:
+	if err := d.dec.Decode(&ev); err != nil {
+		return ev, streamError(err) // stream_error.go
+	}
+	if ev.Type == "" || len(ev.Object) == 0 {
 		return ev, fmt.Errorf("watch stream: a frame without type or object")
 	}
 	return ev, nil

@@ -14,7 +14,6 @@ package listwatcher
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,12 +96,8 @@ func ListAndWatch(ctx context.Context, lw *ListWatch, opts Options, report func(
 		}
 		w, err := lw.WatchWithContext(ctx, watchOptions(opts, rv))
 		if err != nil {
-			if IsExpired(err) { // the RV is gone before the watch even started
-				rv = ""
-				report(Step{Op: StepRelist, Err: err})
-			} else {
-				backoff.wait(ctx, err, rv, report)
-			}
+			// The RV may be gone before the watch even started (relist.go).
+			rv = afterFailure(ctx, err, rv, backoff, report)
 			continue
 		}
 		backoff.reset()
@@ -112,13 +107,8 @@ func ListAndWatch(ctx context.Context, lw *ListWatch, opts Options, report func(
 			break
 		}
 		report(Step{Op: StepWatchEnd, ResourceVersion: rv, Err: err})
-		switch {
-		case err == nil: // the server ended the watch: resume at once
-		case IsExpired(err):
-			rv = ""
-			report(Step{Op: StepRelist, Err: err})
-		default:
-			backoff.wait(ctx, err, rv, report)
+		if err != nil { // nil: the server ended the watch; resume at once
+			rv = afterFailure(ctx, err, rv, backoff, report) // relist.go
 		}
 	}
 	return ctx.Err()
@@ -160,12 +150,7 @@ func watchEvents(w watch.Interface, rv string, report func(Step)) (string, error
 		if err != nil {
 			return rv, err
 		}
-		switch {
-		case !listing:
-			rv = obj.GetResourceVersion()
-		case ev.Type == watch.Bookmark && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true":
-			rv, listing = obj.GetResourceVersion(), false
-		}
+		rv, listing = resumeFrom(ev, obj, rv, listing) // resume.go
 		report(Step{Op: StepEvent, ResourceVersion: rv, Event: ev})
 	}
 	return rv, nil
@@ -217,8 +202,7 @@ func (b *backoff) wait(ctx context.Context, err error, rv string, report func(St
 	if ctx.Err() != nil {
 		return // the failure was our own cancellation: nothing to retry
 	}
-	delay := b.next + time.Duration(rand.Int64N(int64(b.next)+1))
-	b.next = min(2*b.next, b.max)
+	delay := b.nextDelay() // backoff_delay.go
 	report(Step{Op: StepBackoff, ResourceVersion: rv, Err: err, Delay: delay})
 	t := b.clock.NewTimer(delay)
 	defer t.Stop()

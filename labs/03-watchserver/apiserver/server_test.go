@@ -129,6 +129,7 @@ func TestInformerSeesCreateUpdateDelete(t *testing.T) {
 
 // TestTooOldOverHTTP: the 410 arrives as an ERROR event in a 200 stream.
 func TestTooOldOverHTTP(t *testing.T) {
+	checksExercise(t, "too-old-rv")
 	in, restCfg, _ := startInstance(t, Config{HistorySize: 2})
 	client := kubernetes.NewForConfigOrDie(restCfg)
 	ctx := context.Background()

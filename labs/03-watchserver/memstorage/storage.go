@@ -468,11 +468,7 @@ func (s *Storage) recordLocked(ev *event) {
 	s.history[(s.start+s.size)%capacity] = ev
 	s.size++
 	for w := range s.watchers {
-		select {
-		case w.input <- ev:
-		default:
-			s.forgetLocked(w)
-		}
+		s.dispatchLocked(w, ev) // dispatch.go
 	}
 }
 

@@ -134,6 +134,7 @@ func TestWatchFromResourceVersionReplaysHistory(t *testing.T) {
 }
 
 func TestTooOldResourceVersionIsExpired(t *testing.T) {
+	checksExercise(t, "too-old-rv")
 	s := newStorage(2)
 	for _, n := range []string{"a", "b", "c", "d"} { // RVs 1..4; history keeps 3, 4
 		create(t, s, cm(n, nil))
@@ -213,6 +214,7 @@ func TestSingleKeyWatch(t *testing.T) {
 }
 
 func TestSlowWatcherIsTerminatedNotWaitedFor(t *testing.T) {
+	checksExercise(t, "slow-watcher-cutoff")
 	s := newStorage(10)
 	opts := watchOpts("0", nil)
 	opts.SendInitialEvents = ptr(false)
@@ -222,9 +224,21 @@ func TestSlowWatcherIsTerminatedNotWaitedFor(t *testing.T) {
 	for i := range 2*s.chanSize + 10 {
 		create(t, s, cm(fmt.Sprintf("cm-%d", i), nil))
 	}
+	// Its stream must end: read what it got, with a deadline, so a watcher
+	// that is never cut off fails here instead of hanging the test.
 	n := 0
-	for range slow.ResultChan() {
-		n++
+	deadline := time.After(5 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case _, ok := <-slow.ResultChan():
+			if !ok {
+				ended = true
+				continue
+			}
+			n++
+		case <-deadline:
+			t.Fatalf("slow watcher still open after %d events: a watcher whose buffer is full must be terminated, not skipped", n)
+		}
 	}
 	if n == 0 || n >= 2*s.chanSize+10 {
 		t.Fatalf("slow watcher got %d events; want it cut off after its buffers filled", n)

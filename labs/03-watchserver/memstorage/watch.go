@@ -13,7 +13,6 @@ package memstorage
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -101,10 +100,12 @@ func (s *Storage) Watch(ctx context.Context, key string, opts storage.ListOption
 		w.after = current
 	case rv == 0:
 		w.after = current
-	case rv < s.oldestLocked()-1:
-		return newErrWatcher(apierrors.NewResourceExpired(
-			fmt.Sprintf("too old resource version: %d (%d)", rv, s.oldestLocked()-1))), nil
 	default:
+		// A history that no longer reaches back to rv cannot replay what
+		// the client missed: 410 Expired (expired.go).
+		if err := s.tooOldLocked(rv); err != nil {
+			return newErrWatcher(err), nil
+		}
 		// Replayed events go through the same filter as live ones.
 		w.after = rv
 		for i := 0; i < s.size; i++ {

@@ -138,11 +138,8 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 			if err := encoder.Encode(ev, w); err != nil {
 				return // the client went away mid-write, or the object cannot be encoded
 			}
-			// Flush only when nothing else is already waiting. A burst of
-			// events then leaves in a few large writes instead of one
-			// syscall (and one TLS record, one chunk) per event, while a
-			// lone event still goes out immediately.
-			if len(events) == 0 {
+			// Flush only when nothing else is already waiting (flush.go).
+			if flushNow(events) {
 				flusher.Flush()
 			}
 		}

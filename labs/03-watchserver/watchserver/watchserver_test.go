@@ -79,6 +79,7 @@ type flushCounter struct {
 func (f *flushCounter) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
 
 func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
+	checksExercise(t, "flush-when-idle")
 	src := newFakeSource(5)
 	var want strings.Builder
 	for i := 1; i <= 5; i++ {
@@ -105,6 +106,7 @@ func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
 }
 
 func TestEveryLoneEventIsFlushed(t *testing.T) {
+	checksExercise(t, "flush-when-idle")
 	src := newFakeSource(0) // unbuffered: never a second event waiting
 	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
 	done := make(chan struct{})

@@ -148,42 +148,7 @@ func (c *cacheWatcher) nextBookmarkTime(now time.Time, bookmarkFrequency time.Du
 	return next, true
 }
 
-// convertToWatchEvent decides what this watcher sees of an event:
-//
-//	matched before | matches now | client sees
-//	no             | yes         | ADDED
-//	yes            | yes         | MODIFIED
-//	yes            | no          | DELETED (last matching state, new RV)
-//	no             | no          | nothing
-//
-// A DELETED event "matches now" never.
-func (c *cacheWatcher) convertToWatchEvent(ev *watchCacheEvent) (watch.Event, bool) {
-	if ev.Type == watch.Bookmark {
-		if !c.allowWatchBookmarks {
-			return watch.Event{}, false
-		}
-		return watch.Event{Type: watch.Bookmark, Object: ev.Object}, true
-	}
-	cur := ev.Type != watch.Deleted && c.filter(ev.Key, ev.ObjLabels, ev.ObjFields)
-	prev := ev.PrevObject != nil && c.filter(ev.Key, ev.PrevObjLabels, ev.PrevObjFields)
-	switch {
-	case cur && !prev:
-		return watch.Event{Type: watch.Added, Object: ev.Object}, true
-	case cur && prev:
-		return watch.Event{Type: watch.Modified, Object: ev.Object}, true
-	case prev && ev.Type == watch.Deleted:
-		// A real deletion: storage already stamped the object with the
-		// deletion's RV.
-		return watch.Event{Type: watch.Deleted, Object: ev.Object}, true
-	case prev:
-		// The object stopped matching: its previous state, copied so the
-		// shared object keeps its own RV, stamped with this event's RV.
-		old := ev.PrevObject.DeepCopyObject()
-		_ = c.versioner.UpdateObject(old, ev.ResourceVersion)
-		return watch.Event{Type: watch.Deleted, Object: old}, true
-	}
-	return watch.Event{}, false
-}
+// convertToWatchEvent: convert.go (the exercise cache-watcher-convert).
 
 // send puts an event on result unless the watcher was stopped. Once done is
 // closed, it sends nothing more, so a client never sees an event after a gap.

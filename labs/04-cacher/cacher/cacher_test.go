@@ -24,6 +24,7 @@ import (
 func everything() storage.SelectionPredicate { return labtest.Predicate(nil, nil) }
 
 func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
+	checksExercise(t, "cache-watcher-convert")
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	ctx := context.Background()
@@ -73,6 +74,7 @@ func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
 }
 
 func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {
+	checksExercise(t, "trigger-values", "cache-watcher-convert")
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	ctx := context.Background()

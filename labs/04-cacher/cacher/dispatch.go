@@ -125,18 +125,7 @@ func (c *Cacher) watchersFor(ev *watchCacheEvent) []*cacheWatcher {
 	if c.triggerFunc == nil {
 		return buf
 	}
-	v := c.triggerFunc(ev.Object)
-	for _, w := range c.watchers.byValue[v] {
-		buf = append(buf, w)
-	}
-	if ev.PrevObject != nil {
-		if pv := c.triggerFunc(ev.PrevObject); pv != v {
-			for _, w := range c.watchers.byValue[pv] {
-				buf = append(buf, w)
-			}
-		}
-	}
-	return buf
+	return c.triggeredWatchersLocked(ev, buf) // trigger.go
 }
 
 // dispatchBookmarks offers a bookmark at rv to every watcher whose next

@@ -74,6 +74,7 @@ func consume(w watch.Interface, r *received, wg *sync.WaitGroup) {
 }
 
 func TestFanOutEveryWatcherGetsExactlyItsEvents(t *testing.T) {
+	checksExercise(t, "trigger-values", "cache-watcher-convert")
 	checkLeaks(t)
 	numWatchers, numWrites := 200, 2000
 	if os.Getenv("LAB04_SOAK") == "1" {

@@ -43,30 +43,4 @@ func newTimeBudget(clk clock.Clock) *timeBudget {
 	return &timeBudget{clock: clk, last: clk.Now()}
 }
 
-// takeAvailable refills the budget for the time since the last call and
-// hands all of it to the caller, leaving zero.
-func (t *timeBudget) takeAvailable() time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.clock.Now()
-	elapsed := now.Sub(t.last).Seconds()
-	if elapsed > 0 {
-		// 50 ms of budget per second elapsed.
-		t.budget += time.Duration(elapsed * float64(refreshPerSecond))
-	}
-	t.budget = min(t.budget, maxBudget)
-	t.last = now
-	taken := t.budget
-	t.budget = 0
-	return taken
-}
-
-// returnUnused gives back what the caller did not spend.
-func (t *timeBudget) returnUnused(unused time.Duration) {
-	if unused <= 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.budget = min(t.budget+unused, maxBudget)
-}
+// takeAvailable and returnUnused: time_budget_take.go (the exercise time-budget).

@@ -152,6 +152,7 @@ func TestSuggestedWatchChannelSize(t *testing.T) {
 }
 
 func TestTimeBudget(t *testing.T) {
+	checksExercise(t, "time-budget")
 	clk := testingclock.NewFakeClock(time.Now())
 	b := newTimeBudget(clk)
 	if got := b.takeAvailable(); got != 0 {

@@ -133,15 +133,8 @@ func (f *DeltaFIFO) queueActionLocked(t DeltaType, obj any) error {
 			return err
 		}
 	}
-	deltas := append(f.items[key], Delta{Type: t, Object: obj})
-	// Deleted after Deleted: keep one, preferring the one that knows the
-	// object's final state over a DeletedFinalStateUnknown.
-	if n := len(deltas); n >= 2 && deltas[n-1].Type == Deleted && deltas[n-2].Type == Deleted {
-		if _, unknown := deltas[n-2].Object.(DeletedFinalStateUnknown); unknown {
-			deltas[n-2] = deltas[n-1]
-		}
-		deltas = deltas[:n-1]
-	}
+	// Deleted after Deleted collapses into one (dedup_deltas.go).
+	deltas := dedupDeltas(append(f.items[key], Delta{Type: t, Object: obj}))
 	if _, queued := f.items[key]; !queued {
 		f.queue = append(f.queue, key)
 	}

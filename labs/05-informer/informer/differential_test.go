@@ -252,6 +252,7 @@ func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, 
 // handler (per step, per object in order), the final cache and the final
 // resourceVersions are identical between our informer and client-go's.
 func TestDifferentialRandomScenarios(t *testing.T) {
+	checksExercise(t, "relist-final-state-unknown")
 	seeds := uint64(30)
 	if testing.Short() {
 		seeds = 5

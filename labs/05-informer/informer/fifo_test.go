@@ -114,6 +114,7 @@ func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 // TestDeltaFIFOCollapsesDeletes: a Deleted after a Deleted is dropped, and
 // a delete that knows the final state wins over a DeletedFinalStateUnknown.
 func TestDeltaFIFOCollapsesDeletes(t *testing.T) {
+	checksExercise(t, "dedup-deletes")
 	q := NewDeltaFIFO(NewIndexer(nil), nil)
 	a := activeCM("a", "1", false)
 	must(t, q.Add(a))

@@ -20,6 +20,7 @@ import (
 // (every key under a value is an object whose index function returns that
 // value, and no value has an empty set).
 func TestIndexerProperty(t *testing.T) {
+	checksExercise(t, "index-delete")
 	indexers := Indexers{NamespaceIndex: NamespaceIndexFunc, NodeNameIndex: NodeNameIndexFunc, "app": LabelIndexFunc("app")}
 	oracleIndexers := cache.Indexers{}
 	for name, f := range indexers {

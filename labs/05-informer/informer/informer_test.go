@@ -190,6 +190,7 @@ func TestResyncIsNotARelist(t *testing.T) {
 // OnUpdate with the same resourceVersion (a new handler is "syncing" until
 // the first resync check, as upstream's); changed ones as a real update.
 func TestRelistDeletesWithFinalStateUnknown(t *testing.T) {
+	checksExercise(t, "relist-final-state-unknown")
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(nil)
 		srv.create("a", "1")

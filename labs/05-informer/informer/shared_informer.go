@@ -368,13 +368,7 @@ func (s *SharedIndexInformer) replaceAll(info ReplacedAllInfo, isInInitialList b
 		old, _, _ := s.indexer.GetByKey(key)
 		replacements = append(replacements, replacement{old: old, new: obj})
 	}
-	var deletions []DeletedFinalStateUnknown
-	for _, key := range s.indexer.ListKeys() {
-		if !listed[key] {
-			obj, _, _ := s.indexer.GetByKey(key)
-			deletions = append(deletions, DeletedFinalStateUnknown{Key: key, Obj: obj})
-		}
-	}
+	deletions := vanished(s.indexer, listed) // vanished.go
 	if err := s.indexer.Replace(info.Objects, info.ResourceVersion); err != nil {
 		return err
 	}

@@ -92,12 +92,7 @@ func (c *Indexer) setLocked(key string, obj any) error {
 	for name := range c.indexers {
 		idx := c.indices[name]
 		for _, v := range oldValues[name] {
-			if set := idx[v]; set != nil {
-				set.Delete(key)
-				if set.Len() == 0 {
-					delete(idx, v)
-				}
-			}
+			deleteKeyFromIndex(idx, v, key) // index_delete.go
 		}
 		for _, v := range newValues[name] {
 			set := idx[v]

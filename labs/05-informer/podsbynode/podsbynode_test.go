@@ -24,6 +24,7 @@ import (
 // a relist, where deletions arrive as DeletedFinalStateUnknown). After each
 // round the published counts equal the counts of the fake's LIST.
 func TestCountsStayExactUnderChurn(t *testing.T) {
+	checksExercise(t, "index-delete", "relist-final-state-unknown")
 	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { churn(t, seed) })

@@ -1,0 +1,19 @@
+//go:build exercise
+
+// Exercise dedup-deletes: the stub of dedup_deltas.go, built with -tags exercise.
+// README: "Write it yourself", dedup-deletes. Check: scripts/labs check 05 dedup-deletes.
+
+package informer
+
+// dedupDeltas is called by the DeltaFIFO each time it appends a delta to an
+// object's Deltas (oldest first), and returns what to keep.
+//
+// TODO(exercise dedup-deletes): this stub keeps everything, so an object can
+// reach the handlers as "Deleted, Deleted": once from a relist that found it
+// gone (a DeletedFinalStateUnknown) and once from the watch's DELETED event.
+// When the two newest deltas are both Deleted, keep only one of them: the
+// one that knows the object's final state (not a DeletedFinalStateUnknown),
+// if there is one.
+func dedupDeltas(deltas Deltas) Deltas {
+	return deltas
+}

@@ -1,0 +1,20 @@
+//go:build exercise
+
+// Exercise relist-final-state-unknown: the stub of vanished.go, built with
+// -tags exercise. README: "Write it yourself", relist-final-state-unknown.
+// Check: scripts/labs check 05 relist-final-state-unknown.
+
+package informer
+
+// vanished is called when a relist (after a 410, a restart of the
+// apiserver, a broken watch) replaces the cache: listed holds the keys of
+// the objects in the new list, cache still holds the old state.
+//
+// TODO(exercise relist-final-state-unknown): this stub finds nothing, so an
+// object deleted while the watch was down silently leaves the cache and no
+// handler hears OnDelete. For every key in cache that listed lacks (in key
+// order), return a DeletedFinalStateUnknown holding the key and the last
+// object the cache knew.
+func vanished(cache *Indexer, listed map[string]bool) []DeletedFinalStateUnknown {
+	return nil
+}

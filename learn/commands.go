@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// testTimeout bounds every go test run of the tool: a stub that makes a
+// test hang ends as a failure with go test's own report, not as a wait.
+const testTimeout = 3 * time.Minute
+
+// exerciseState computes each exercise's state from a test run:
+// done (every test passes), not started (failing, the stub's TODO still
+// there), failing.
+func exerciseState(lab *Lab, ex *Exercise, results []TestResult) string {
+	var mine []TestResult
+	for _, r := range results {
+		for _, t := range ex.Tests {
+			if r.Ref.Package == t.Package && r.Ref.Run == t.Run {
+				mine = append(mine, r)
+			}
+		}
+	}
+	if passed(mine) {
+		return "done"
+	}
+	if data, err := os.ReadFile(filepath.Join(lab.Dir, ex.File)); err == nil && strings.Contains(string(data), "TODO(exercise "+ex.Name+")") {
+		return "not started"
+	}
+	return "failing"
+}
+
+// quickTests are the tests of exs that need no cluster.
+func quickTests(exs []Exercise, withCluster bool) []TestRef {
+	var refs []TestRef
+	for _, ex := range exs {
+		for _, t := range ex.Tests {
+			if !t.Cluster || withCluster {
+				refs = append(refs, t)
+			}
+		}
+	}
+	return refs
+}
+
+func cmdList(ctx context.Context, u *ui, root string, labs []*Lab, noRun bool) int {
+	cache := statusCache{}
+	readState(root, "status.json", &cache)
+	u.printf("%s\n", u.bold("listwatch-labs: labs and exercises (state from each lab's tests in exercise mode)"))
+	for _, lab := range labs {
+		u.printf("\n%s  %s\n", u.bold("lab "+lab.Num), lab.Name)
+		if len(lab.Exercises) == 0 {
+			u.printf("    %s\n", u.dim("no exercises yet"))
+			continue
+		}
+		hash, err := labHash(root, lab)
+		if err != nil {
+			fmt.Fprintln(u.err, "labs:", err)
+			return 1
+		}
+		st, ok := cache[lab.Num]
+		if (!ok || st.Hash != hash) && !noRun {
+			u.start(fmt.Sprintf("lab %s: running the exercises' tests", lab.Num))
+			results, err := runTests(ctx, lab, quickTests(lab.Exercises, false), testRun{exercise: true, timeout: testTimeout, ui: u})
+			u.done()
+			if err != nil {
+				fmt.Fprintln(u.err, "labs:", err)
+				return 1
+			}
+			st = labStatus{Hash: hash, Exercises: map[string]string{}}
+			for i := range lab.Exercises {
+				st.Exercises[lab.Exercises[i].Name] = exerciseState(lab, &lab.Exercises[i], results)
+			}
+			cache[lab.Num] = st
+			if err := writeState(root, "status.json", cache); err != nil {
+				fmt.Fprintln(u.err, "labs: cannot save the state:", err)
+			}
+		} else if st.Hash != hash {
+			st = labStatus{}
+		}
+		for _, ex := range lab.Exercises {
+			state := st.Exercises[ex.Name]
+			mark := "?"
+			switch state {
+			case "done":
+				mark = u.green("✓")
+			case "failing":
+				mark = u.red("✗")
+			case "not started":
+				mark = u.yellow("·")
+			default:
+				state = "unknown (not checked yet)"
+			}
+			u.printf("  %s %-28s %-12s %s\n", mark, ex.Name, state, u.dim(ex.Summary))
+		}
+	}
+	u.printf("\nnext: scripts/labs check NN [EXERCISE] (what fails and why), scripts/labs hint NN EXERCISE\n")
+	return 0
+}
+
+func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise, solution, withCluster bool) int {
+	exs := lab.Exercises
+	if only != nil {
+		exs = []Exercise{*only}
+	}
+	if len(exs) == 0 {
+		fmt.Fprintf(u.err, "labs: lab %s has no exercises yet\n", lab.Num)
+		return 2
+	}
+	mode := "exercise mode (go test -tags exercise: your code in the *_exercise.go stubs)"
+	if solution {
+		mode = "solution mode (go test without tags: the shipped solutions)"
+	}
+	refs := quickTests(exs, withCluster)
+	u.start(fmt.Sprintf("lab %s: %d test(s), %s", lab.Num, len(refs), strings.SplitN(mode, " (", 2)[0]))
+	results, err := runTests(ctx, lab, refs, testRun{exercise: !solution, timeout: testTimeout, ui: u})
+	u.done()
+	if err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	u.printf("%s  %s, %s\n", u.bold("lab "+lab.Num), lab.Name, mode)
+	done := 0
+	for i := range exs {
+		ex := &exs[i]
+		var mine []TestResult
+		for _, r := range results {
+			for _, t := range ex.Tests {
+				if r.Ref.Package == t.Package && r.Ref.Run == t.Run {
+					mine = append(mine, r)
+				}
+			}
+		}
+		rel := func(p string) string { r, _ := filepath.Rel(root, filepath.Join(lab.Dir, p)); return r }
+		if passed(mine) {
+			done++
+			u.printf("\n%s %s: %s\n", u.green("✓"), u.bold(ex.Name), ex.Summary)
+			for _, r := range mine {
+				u.printf("    %s %s\n", u.green(r.Status), r.Ref)
+			}
+			continue
+		}
+		u.printf("\n%s %s: %s\n", u.red("✗"), u.bold(ex.Name), ex.Summary)
+		u.printf("    file:   %s\n    README: %s\n", rel(ex.File), rel(ex.Readme))
+		for _, r := range mine {
+			if r.Status == "pass" || r.Status == "skip" {
+				u.printf("    %s %s\n", u.green(r.Status), r.Ref)
+				continue
+			}
+			u.printf("    %s %s\n", u.red(r.Status), r.Ref)
+			explain(u, r.Output)
+		}
+		if solution {
+			u.printf("    %s the solution fails this test: the lab itself is broken, not your exercise\n", u.yellow("note:"))
+		} else {
+			u.printf("    %s write the TODO in %s, then: scripts/labs check %s %s\n", u.bold("next:"), rel(ex.File), lab.Num, ex.Name)
+			u.printf("          stuck? scripts/labs hint %s %s\n", lab.Num, ex.Name)
+		}
+	}
+	u.printf("\n%d of %d exercise(s) pass.\n", done, len(exs))
+	if !withCluster {
+		for _, ex := range exs {
+			for _, t := range ex.Tests {
+				if t.Cluster {
+					u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), t, ex.Name)
+				}
+			}
+		}
+	}
+	if done != len(exs) {
+		return 1
+	}
+	return 0
+}
+
+var (
+	noiseLine = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (FAIL|PASS|SKIP):|FAIL$|PASS$|ok\s)`)
+	gotLine   = regexp.MustCompile(`^\s*(\S+\.go:\d+: )?(got|body)\b:?\s*(.*)$`)
+	wantLine  = regexp.MustCompile(`^\s*(want|expected)\b:?\s*(.*)$`)
+)
+
+// explain prints a failing test's output at a glance: without go test's
+// framing lines, indented, and with a coloured diff where the output holds
+// a "got ... want ..." pair over several lines, or a diff of its own
+// (testscript's cmp prints one: "-" the golden line, "+" what came out).
+func explain(u *ui, output string) {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(output, "\n"), "\n") {
+		if !noiseLine.MatchString(l) && strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 60 {
+		lines = append(append(lines[:20:20], "        ... ("+fmt.Sprint(len(lines)-50)+" lines) ..."), lines[len(lines)-30:]...)
+	}
+	// A multi-line got/want pair: diff it.
+	gi, wi := -1, -1
+	for i, l := range lines {
+		if gi < 0 && gotLine.MatchString(l) {
+			gi = i
+		} else if gi >= 0 && wi < 0 && wantLine.MatchString(l) {
+			wi = i
+		}
+	}
+	if gi >= 0 && wi > gi+1 {
+		got := strings.Join(trimAll(lines[gi+1:wi]), "\n")
+		end := wi + 1
+		for end < len(lines) && !strings.Contains(lines[end], ".go:") {
+			end++
+		}
+		want := strings.Join(trimAll(lines[wi+1:end]), "\n")
+		if got != "" && want != "" {
+			u.printf("      %s\n", u.dim(strings.TrimSpace(lines[gi])))
+			u.printf("      expected %s, got %s:\n", u.red("-"), u.green("+"))
+			for _, d := range lineDiff(want, got) {
+				u.printf("        %s\n", colourDiff(u, d))
+			}
+			lines = append(lines[:gi:gi], lines[end:]...)
+		}
+	}
+	// A one-line got/want pair: say which is which, in colour.
+	if gi >= 0 && wi == gi+1 {
+		got := gotLine.FindStringSubmatch(lines[gi])
+		want := wantLine.FindStringSubmatch(lines[wi])
+		if got[3] != "" && want[2] != "" {
+			u.printf("      %s\n", u.dim(strings.TrimSpace(got[1])))
+			u.printf("      expected: %s\n      got:      %s\n", u.red(want[2]), u.green(got[3]))
+			lines = append(lines[:gi:gi], lines[wi+1:]...)
+		}
+	}
+	for _, l := range lines {
+		u.printf("      %s\n", colourDiff(u, strings.TrimPrefix(l, "    ")))
+	}
+}
+
+func trimAll(ls []string) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = strings.TrimSpace(l)
+	}
+	return out
+}
+
+func colourDiff(u *ui, l string) string {
+	t := strings.TrimSpace(l)
+	switch {
+	case strings.HasPrefix(t, "+ ") || (strings.HasPrefix(t, "+") && !strings.HasPrefix(t, "+++")):
+		return u.green(l)
+	case strings.HasPrefix(t, "- ") || (strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "---")):
+		return u.red(l)
+	case strings.Contains(t, "this test checks exercise"):
+		return u.yellow(l)
+	}
+	return l
+}
+
+func cmdHint(u *ui, root string, lab *Lab, ex *Exercise) int {
+	if len(ex.Hints) == 0 {
+		u.printf("no hints for %s; its README section: %s\n", ex.Name, ex.Readme)
+		return 0
+	}
+	shown := hintsShown{}
+	readState(root, "hints.json", &shown)
+	key := lab.Num + "/" + ex.Name
+	n := min(shown[key], len(ex.Hints)-1)
+	u.printf("%s %s, hint %d of %d:\n\n  %s\n\n", u.bold("lab "+lab.Num), ex.Name, n+1, len(ex.Hints), ex.Hints[n])
+	if n+1 < len(ex.Hints) {
+		u.printf("(scripts/labs hint %s %s again for the next one)\n", lab.Num, ex.Name)
+	} else {
+		u.printf("(that was the last hint; scripts/labs solution %s %s shows the whole answer)\n", lab.Num, ex.Name)
+	}
+	shown[key] = n + 1
+	if err := writeState(root, "hints.json", shown); err != nil {
+		fmt.Fprintln(u.err, "labs: cannot save the state:", err)
+	}
+	return 0
+}
+
+// cmdReset writes the stub back as git has it at HEAD.
+func cmdReset(u *ui, root string, lab *Lab, ex *Exercise) int {
+	rel, _ := filepath.Rel(root, filepath.Join(lab.Dir, ex.File))
+	out, err := exec.Command("git", "-C", root, "show", "HEAD:"+filepath.ToSlash(rel)).Output()
+	if err != nil {
+		fmt.Fprintf(u.err, "labs: cannot read the stub %s from git (HEAD): %v\n", rel, err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(lab.Dir, ex.File), out, 0o644); err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	u.printf("restored %s as committed (HEAD); next: scripts/labs check %s %s\n", rel, lab.Num, ex.Name)
+	return 0
+}
+
+func cmdSolution(u *ui, stdin io.Reader, lab *Lab, ex *Exercise, yes bool) int {
+	if !yes {
+		u.printf("This shows the solution of %s. Try the hints first (scripts/labs hint %s %s). Show it? [y/N] ", ex.Name, lab.Num, ex.Name)
+		answer, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			u.printf("not shown.\n")
+			return 1
+		}
+	}
+	mine, err := os.ReadFile(filepath.Join(lab.Dir, ex.File))
+	if err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	sol, err := os.ReadFile(filepath.Join(lab.Dir, ex.Solution))
+	if err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	u.printf("--- %s (yours)\n+++ %s (the solution)\n", ex.File, ex.Solution)
+	for _, d := range hunks(lineDiff(string(mine), string(sol)), 3) {
+		u.printf("%s\n", colourDiff(u, d))
+	}
+	u.printf("\nTo use it: copy the function body into %s (keep its //go:build exercise line), then scripts/labs check %s %s\n", ex.File, lab.Num, ex.Name)
+	return 0
+}

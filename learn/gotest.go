@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// TestResult is what one go test run said about one TestRef.
+type TestResult struct {
+	Ref    TestRef
+	Status string // pass, fail, skip, or "did not run" (a build error, a timeout)
+	Output string // the test's own output (and its subtests'), or the package's
+}
+
+// testRun says how to run a lab's tests.
+type testRun struct {
+	exercise bool          // -tags exercise
+	overlay  string        // a -overlay file (the verifier's "solution written" mode)
+	timeout  time.Duration // go test -timeout; a hang ends as a failure, not a wait
+	ui       *ui
+}
+
+// modulePath reads the module line of dir/go.mod.
+func modulePath(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("%s/go.mod has no module line", dir)
+}
+
+// runPattern turns "TestScripts/lab/too-old" into -run's per-level anchored form.
+func runPattern(run string) string {
+	parts := strings.Split(run, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// runTests runs refs in lab (one go test for every top-level test, one per
+// subtest path) and returns their results in the order of refs.
+func runTests(ctx context.Context, lab *Lab, refs []TestRef, run testRun) ([]TestResult, error) {
+	mod, err := modulePath(lab.Dir)
+	if err != nil {
+		return nil, err
+	}
+	importPath := func(pkg string) string {
+		pkg = strings.TrimPrefix(strings.TrimPrefix(pkg, "."), "/")
+		if pkg == "" {
+			return mod
+		}
+		return mod + "/" + pkg
+	}
+	// Group: every top-level test in one invocation; each subtest path alone.
+	type group struct {
+		pattern string
+		pkgs    []string
+	}
+	var groups []group
+	var names, pkgs []string
+	seenPkg := map[string]bool{}
+	for _, r := range refs {
+		if strings.Contains(r.Run, "/") {
+			groups = append(groups, group{runPattern(r.Run), []string{r.Package}})
+			continue
+		}
+		names = append(names, regexp.QuoteMeta(r.Run))
+		if !seenPkg[r.Package] {
+			seenPkg[r.Package] = true
+			pkgs = append(pkgs, r.Package)
+		}
+	}
+	if len(names) > 0 {
+		sort.Strings(pkgs)
+		groups = append([]group{{"^(" + strings.Join(names, "|") + ")$", pkgs}}, groups...)
+	}
+
+	events := map[string]*TestResult{} // importPath + " " + test
+	pkgOutput := map[string]*strings.Builder{}
+	for _, g := range groups {
+		args := []string{"test", "-json", "-count=1", "-run", g.pattern}
+		if run.exercise {
+			args = append(args, "-tags", "exercise")
+		}
+		if run.overlay != "" {
+			args = append(args, "-overlay", run.overlay)
+		}
+		if run.timeout > 0 {
+			args = append(args, "-timeout", run.timeout.String())
+		}
+		args = append(args, g.pkgs...)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = lab.Dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("go test: %v", err)
+		}
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var ev struct {
+				Action     string
+				Package    string
+				ImportPath string
+				Test       string
+				Output     string
+			}
+			line := sc.Bytes()
+			if json.Unmarshal(line, &ev) != nil || ev.Action == "" {
+				continue
+			}
+			pkg := ev.Package
+			if pkg == "" {
+				pkg = strings.Fields(ev.ImportPath + " ")[0]
+			}
+			if pkgOutput[pkg] == nil {
+				pkgOutput[pkg] = &strings.Builder{}
+			}
+			if ev.Test == "" {
+				if ev.Action == "output" || ev.Action == "build-output" {
+					pkgOutput[pkg].WriteString(ev.Output)
+				}
+				continue
+			}
+			if run.ui != nil {
+				run.ui.progress(ev.Test)
+			}
+			// Output and results are kept for the test and for every parent of it.
+			for name := ev.Test; ; {
+				key := pkg + " " + name
+				res := events[key]
+				if res == nil {
+					res = &TestResult{}
+					events[key] = res
+				}
+				if ev.Action == "output" {
+					res.Output += ev.Output
+				}
+				if name == ev.Test && (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") {
+					res.Status = ev.Action
+				}
+				i := strings.LastIndex(name, "/")
+				if i < 0 {
+					break
+				}
+				name = name[:i]
+			}
+		}
+		werr := cmd.Wait()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if werr != nil && stderr.Len() > 0 {
+			for _, p := range g.pkgs {
+				ip := importPath(p)
+				if pkgOutput[ip] == nil {
+					pkgOutput[ip] = &strings.Builder{}
+				}
+				pkgOutput[ip].WriteString(stderr.String())
+			}
+		}
+	}
+	results := make([]TestResult, len(refs))
+	for i, r := range refs {
+		ip := importPath(r.Package)
+		results[i] = TestResult{Ref: r, Status: "did not run"}
+		res := events[ip+" "+r.Run]
+		if res != nil && res.Status != "" {
+			results[i].Status = res.Status
+			results[i].Output = res.Output
+			continue
+		}
+		// No result: the package did not build, or its binary died (a
+		// panic, go test's -timeout). Show what the test and the package said.
+		if res != nil {
+			results[i].Output = res.Output
+		}
+		if b := pkgOutput[ip]; b != nil {
+			results[i].Output += b.String()
+		}
+	}
+	return results, nil
+}
+
+// passed reports whether every result passed (a skip counts: the test chose not to run here).
+func passed(results []TestResult) bool {
+	for _, r := range results {
+		if r.Status != "pass" && r.Status != "skip" {
+			return false
+		}
+	}
+	return true
+}
+
+// failingTests runs every test of the lab in exercise mode and returns the
+// tests that failed, as TestRefs (package relative to the lab).
+func failingTests(ctx context.Context, lab *Lab, u *ui) ([]TestRef, error) {
+	mod, err := modulePath(lab.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "test", "-json", "-count=1", "-tags", "exercise", "-timeout", "20m", "./...")
+	cmd.Dir = lab.Dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var failed []TestRef
+	buildFailed := map[string]bool{}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct{ Action, Package, Test string }
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if ev.Test != "" {
+			u.progress(ev.Test)
+		}
+		pkg := "." + strings.TrimPrefix(ev.Package, mod)
+		if ev.Action == "fail" && ev.Test != "" {
+			failed = append(failed, TestRef{Package: pkg, Run: ev.Test})
+		}
+		if ev.Action == "fail" && ev.Test == "" {
+			buildFailed[pkg] = true
+		}
+	}
+	cmd.Wait()
+	// A package that failed with no failing test did not build, or died.
+	for pkg := range buildFailed {
+		found := false
+		for _, f := range failed {
+			found = found || f.Package == pkg
+		}
+		if !found {
+			return failed, fmt.Errorf("package %s failed in exercise mode without a failing test (build error or crash):\n%s", pkg, stderr.String())
+		}
+	}
+	return failed, nil
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run runs the labs command in-process on the real workspace, with its
+// state in a temporary directory, and returns its exit code and output.
+func run(t *testing.T, stdin string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &out)
+	return code, out.String()
+}
+
+func withState(t *testing.T) {
+	t.Setenv("LABS_STATE", t.TempDir())
+}
+
+// TestListShowsEveryLab: `labs` names every labs/NN-* directory and every
+// exercise of every exercises.json (--no-run: states from the cache only).
+func TestListShowsEveryLab(t *testing.T) {
+	withState(t)
+	root, err := workspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := run(t, "", "--no-run")
+	if code != 0 {
+		t.Fatalf("labs --no-run: exit %d\n%s", code, out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "labs", "[0-9][0-9]-*"))
+	if len(dirs) < 4 {
+		t.Fatalf("found only %v under labs/", dirs)
+	}
+	labs, err := loadLabs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if !strings.Contains(out, filepath.Base(d)) {
+			t.Errorf("labs does not list %s:\n%s", filepath.Base(d), out)
+		}
+	}
+	n := 0
+	for _, lab := range labs {
+		for _, ex := range lab.Exercises {
+			n++
+			if !strings.Contains(out, ex.Name) {
+				t.Errorf("labs does not list exercise %s of lab %s", ex.Name, lab.Num)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("only %d exercises in the workspace; labs 03 and 05 have 3 each", n)
+	}
+}
+
+// TestCheckFailsReadablyThenPassesSolved: `labs check 03 flush-when-idle`
+// in exercise mode fails, naming the exercise, the file to edit, what was
+// expected and the next step; with --solution (no stubs) it passes.
+func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
+	withState(t)
+	code, out := run(t, "", "check", "03", "flush-when-idle")
+	if code != 1 {
+		t.Fatalf("check in exercise mode: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"✗ flush-when-idle",
+		"file:   labs/03-watchserver/watchserver/flush_exercise.go",
+		"fail TestFramesAreFlushedOnlyWhenNoEventIsWaiting (watchserver)",
+		"flushes = 6, want 2",
+		"next: write the TODO in labs/03-watchserver/watchserver/flush_exercise.go",
+		"scripts/labs hint 03 flush-when-idle",
+		"0 of 1 exercise(s) pass.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("colour codes in output that is not a terminal:\n%q", out)
+	}
+	if strings.Contains(out, "goroutine ") {
+		t.Errorf("a stack trace in the check output:\n%s", out)
+	}
+	code, out = run(t, "", "check", "03", "flush-when-idle", "--solution")
+	if code != 0 || !strings.Contains(out, "✓ flush-when-idle") || !strings.Contains(out, "1 of 1 exercise(s) pass.") {
+		t.Fatalf("check --solution: exit %d, want 0 and the exercise passing\n%s", code, out)
+	}
+}
+
+// TestVerifyOneExercise: the maintainers' check on one exercise: it fails
+// as shipped, passes with only its solution overlaid, and in solution mode.
+func TestVerifyOneExercise(t *testing.T) {
+	withState(t)
+	code, out := run(t, "", "verify", "05", "dedup-deletes")
+	if code != 0 {
+		t.Fatalf("verify 05 dedup-deletes: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"exercise mode as shipped: fails (TestDeltaFIFOCollapsesDeletes (informer))", "with the solution written in: passes", "solution mode: passes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestListIsCachedByContent: the second listing of a lab runs no test; a
+// changed file runs them again.
+func TestListIsCachedByContent(t *testing.T) {
+	withState(t)
+	root, _ := workspaceRoot()
+	labs, _ := loadLabs(root)
+	lab, err := findLab(labs, "03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() string {
+		var out bytes.Buffer
+		if code := cmdList(context.Background(), newUI(&out, &out), root, []*Lab{lab}, false); code != 0 {
+			t.Fatalf("list: exit %d\n%s", code, out.String())
+		}
+		return out.String()
+	}
+	first := list()
+	if !strings.Contains(first, "running the exercises' tests") || !strings.Contains(first, "not started") {
+		t.Fatalf("first listing did not run the tests, or shows no exercise not started:\n%s", first)
+	}
+	if second := list(); strings.Contains(second, "running the exercises' tests") {
+		t.Fatalf("second listing ran the tests again, with no file changed:\n%s", second)
+	}
+	// Same states, from the cache.
+	states := func(out string) string {
+		var keep []string
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.Contains(l, "running the exercises' tests") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if a, b := states(first), states(list()); a != b {
+		t.Errorf("cached listing differs from the first:\n%s\n---\n%s", a, b)
+	}
+}
+
+// TestHintsAreGradedAndRemembered: each call shows the next hint; after the
+// last, the last again, pointing at `labs solution`.
+func TestHintsAreGradedAndRemembered(t *testing.T) {
+	withState(t)
+	for i, want := range []string{"hint 1 of 3", "hint 2 of 3", "hint 3 of 3", "hint 3 of 3"} {
+		code, out := run(t, "", "hint", "03", "too-old-rv")
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("call %d: exit %d, want %q:\n%s", i+1, code, want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("LABS_STATE"), "hints.json")); err != nil {
+		t.Fatalf("hints are not remembered in the state directory: %v", err)
+	}
+}
+
+// TestSolutionAsksFirst: without --yes, anything but "y" shows nothing.
+func TestSolutionAsksFirst(t *testing.T) {
+	withState(t)
+	code, out := run(t, "n\n", "solution", "03", "flush-when-idle")
+	if code != 1 || strings.Contains(out, "len(events) == 0") {
+		t.Fatalf("answered n: exit %d\n%s", code, out)
+	}
+	code, out = run(t, "", "solution", "03", "flush-when-idle", "--yes")
+	if code != 0 || !strings.Contains(out, "+ \treturn len(events) == 0") || !strings.Contains(out, "- \treturn true") {
+		t.Fatalf("--yes: exit %d, want the diff from the stub to the solution\n%s", code, out)
+	}
+}
+
+// TestResetRestoresTheCommittedStub, on a throw-away git repository.
+func TestResetRestoresTheCommittedStub(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	withState(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "labs", "09-demo")
+	os.MkdirAll(dir, 0o755)
+	stub := "//go:build exercise\n\npackage demo\n\n// TODO(exercise x): write it\nfunc x() int { return 0 }\n"
+	os.WriteFile(filepath.Join(dir, "x_exercise.go"), []byte(stub), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "stub"}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "x_exercise.go"), []byte("my attempt"), 0o644)
+	lab := &Lab{Num: "09", Dir: dir, Name: "09-demo"}
+	var out bytes.Buffer
+	if code := cmdReset(newUI(&out, &out), root, lab, &Exercise{Name: "x", File: "x_exercise.go"}); code != 0 {
+		t.Fatalf("reset: exit %d\n%s", code, out.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "x_exercise.go")); string(got) != stub {
+		t.Fatalf("after reset the file is %q, want the committed stub", got)
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	got := strings.Join(lineDiff("a\nb\nc\n", "a\nB\nc\nd\n"), "|")
+	if want := "  a|- b|+ B|  c|+ d"; got != want {
+		t.Fatalf("lineDiff = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,199 @@
+// Command labs is the learner's command of listwatch-labs (scripts/labs runs
+// it): which exercises are done, check one, get a hint, run a lab's demo,
+// reset a stub or see the solution.
+//
+//	labs                          every lab and exercise, with its state (done / failing / not started)
+//	labs check NN [EXERCISE]      run the exercises' tests in exercise mode: expected, got, next step
+//	labs hint NN EXERCISE         the next hint (graded: a nudge first, almost the answer last)
+//	labs run NN                   the lab's demo against the cluster, step by step
+//	labs reset NN EXERCISE        put the stub back (as committed in git)
+//	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
+//	labs trace                    one ConfigMap write through every layer, timestamped: .cluster/trace/trace.html
+//	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
+//
+// An exercise is one piece of a lab's implementation moved behind the build
+// tag exercise (labs/NN-*/exercises.json lists them); see a lab README's
+// "Write it yourself".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  labs                          list every lab and exercise with its state
+  labs check NN [EXERCISE]      check a lab's exercises (exercise mode); --solution: without the stubs; --cluster: also the cluster tests
+  labs hint NN EXERCISE         show the next hint
+  labs run NN                   run the lab's demo against the cluster
+  labs reset NN EXERCISE        restore the exercise's stub
+  labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
+  labs trace                    trace one write through every layer: .cluster/trace/trace.{html,md,json}
+  labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
+`
+
+// Main runs one labs command; it returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	u := newUI(stdout, stderr)
+	root, err := workspaceRoot()
+	if err != nil {
+		fmt.Fprintln(stderr, "labs:", err)
+		return 2
+	}
+	labs, err := loadLabs(root)
+	if err != nil {
+		fmt.Fprintln(stderr, "labs:", err)
+		return 2
+	}
+	cmd := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("labs "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	solution := fs.Bool("solution", false, "check: run the tests without the stubs (the lab as shipped without -tags exercise)")
+	cluster := fs.Bool("cluster", false, "check, verify: also run the exercises' tests that need a cluster (slow in exercise mode)")
+	full := fs.Bool("full", false, "verify: also run every test of the lab in exercise mode and check that only the exercises' tests fail")
+	yes := fs.Bool("yes", false, "solution: do not ask for confirmation")
+	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
+	// Flags may come before or after the arguments.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	need := func(n int) bool {
+		if len(pos) < n {
+			fmt.Fprint(stderr, usage)
+			return false
+		}
+		return true
+	}
+	lab := func() (*Lab, bool) {
+		l, err := findLab(labs, pos[0])
+		if err != nil {
+			fmt.Fprintln(stderr, "labs:", err)
+		}
+		return l, err == nil
+	}
+	exercise := func(l *Lab) (*Exercise, bool) {
+		ex, err := l.exercise(pos[1])
+		if err != nil {
+			fmt.Fprintln(stderr, "labs:", err)
+		}
+		return ex, err == nil
+	}
+	switch cmd {
+	case "list":
+		return cmdList(ctx, u, root, labs, *noRun)
+	case "check":
+		if !need(1) {
+			return 2
+		}
+		l, ok := lab()
+		if !ok {
+			return 2
+		}
+		var only *Exercise
+		if len(pos) > 1 {
+			if only, ok = exercise(l); !ok {
+				return 2
+			}
+		}
+		return cmdCheck(ctx, u, root, l, only, *solution, *cluster)
+	case "hint", "reset", "solution":
+		if !need(2) {
+			return 2
+		}
+		l, ok := lab()
+		if !ok {
+			return 2
+		}
+		ex, ok := exercise(l)
+		if !ok {
+			return 2
+		}
+		switch cmd {
+		case "hint":
+			return cmdHint(u, root, l, ex)
+		case "reset":
+			return cmdReset(u, root, l, ex)
+		default:
+			return cmdSolution(u, stdin, l, ex, *yes)
+		}
+	case "run":
+		if !need(1) {
+			return 2
+		}
+		l, ok := lab()
+		if !ok {
+			return 2
+		}
+		return cmdRun(ctx, u, root, l)
+	case "verify":
+		selected := labs
+		var only *Exercise
+		if len(pos) > 0 {
+			l, ok := lab()
+			if !ok {
+				return 2
+			}
+			selected = []*Lab{l}
+			if len(pos) > 1 {
+				if only, ok = exercise(l); !ok {
+					return 2
+				}
+			}
+		}
+		return cmdVerify(ctx, u, selected, only, *cluster, *full)
+	case "trace":
+		return cmdTrace(ctx, u, root, pos)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "labs: unknown command %q\n%s", cmd, usage)
+	return 2
+}
+
+// workspaceRoot is $LABS_ROOT, or the nearest directory at or above the
+// working directory that holds go.work.
+func workspaceRoot() (string, error) {
+	if r := os.Getenv("LABS_ROOT"); r != "" {
+		return filepath.Abs(r)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not inside the listwatch-labs workspace (no go.work above the current directory); run scripts/labs")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cmdRun runs a lab's demo (the "demo" steps of its exercises.json) against
+// the cluster of $KUBECONFIG or .cluster/kubeconfig, starting one with
+// scripts/cluster-up.sh when none answers. Each step is narrated: what it
+// shows, the command, its output.
+func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
+	if len(lab.Demo) == 0 {
+		fmt.Fprintf(u.err, "labs: lab %s has no demo yet; its README's \"Run it\" section has the commands\n", lab.Num)
+		return 2
+	}
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(root, ".cluster", "kubeconfig")
+	}
+	if !clusterAnswers(ctx, root, kubeconfig) {
+		if os.Getenv("KUBECONFIG") != "" {
+			fmt.Fprintf(u.err, "labs: KUBECONFIG=%s points at no cluster that answers\n", kubeconfig)
+			return 1
+		}
+		log := filepath.Join(stateDir(root), "cluster-up.log")
+		os.MkdirAll(stateDir(root), 0o755)
+		u.start("starting the embedded cluster (scripts/cluster-up.sh; the first build of labcluster takes minutes)")
+		err := runLogged(ctx, root, log, "scripts/cluster-up.sh")
+		u.done()
+		if err != nil {
+			fmt.Fprintf(u.err, "labs: scripts/cluster-up.sh failed (%v); its output is in %s\n", err, log)
+			return 1
+		}
+		u.printf("%s cluster up (scripts/cluster-down.sh stops it)\n", u.green("✓"))
+	}
+	if err := os.MkdirAll(stateDir(root), 0o755); err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	ns := "labs-demo-" + lab.Num
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "NS="+ns, "ROOT="+root, "LAB="+lab.Dir)
+	var background []*exec.Cmd
+	defer func() {
+		for _, c := range background {
+			syscall.Kill(-c.Process.Pid, syscall.SIGINT)
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		}
+	}()
+	u.printf("%s %s, against %s, in namespace %s\n", u.bold("lab "+lab.Num+" demo:"), lab.Name, kubeconfig, ns)
+	for i, step := range lab.Demo {
+		u.printf("\n%s %s\n", u.bold(fmt.Sprintf("step %d.", i+1)), step.Say)
+		u.printf("  %s %s\n", u.dim("$"), step.Run)
+		cmd := exec.CommandContext(ctx, "bash", "-c", step.Run)
+		cmd.Dir = root
+		cmd.Env = env
+		if step.Background {
+			logFile := filepath.Join(stateDir(root), fmt.Sprintf("demo-%s-%d.log", lab.Num, i+1))
+			f, err := os.Create(logFile)
+			if err != nil {
+				fmt.Fprintln(u.err, "labs:", err)
+				return 1
+			}
+			cmd.Stdout, cmd.Stderr = f, f
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				f.Close()
+				fmt.Fprintln(u.err, "labs:", err)
+				return 1
+			}
+			f.Close()
+			background = append(background, cmd)
+			env = append(env, fmt.Sprintf("BG%d=%s", i+1, logFile))
+			u.printf("  %s\n", u.dim("(running in the background; its output: "+logFile+")"))
+			if step.Wait != "" {
+				u.start("waiting for " + step.Wait)
+				ok := waitForOutput(ctx, logFile, step.Wait, 2*time.Minute)
+				u.done()
+				if !ok {
+					data, _ := os.ReadFile(logFile)
+					fmt.Fprintf(u.err, "labs: step %d never printed %q; its output:\n%s\n", i+1, step.Wait, data)
+					return 1
+				}
+			}
+			continue
+		}
+		out, err := cmd.CombinedOutput()
+		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			if l != "" {
+				u.printf("    %s\n", l)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(u.err, "labs: step %d failed: %v\n", i+1, err)
+			return 1
+		}
+	}
+	u.printf("\n%s the demo is over; the lab's README explains each step.\n", u.green("✓"))
+	return 0
+}
+
+func clusterAnswers(ctx context.Context, root, kubeconfig string) bool {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return false
+	}
+	labcluster := filepath.Join(root, ".cluster", "bin", "labcluster")
+	if _, err := os.Stat(labcluster); err != nil {
+		return false
+	}
+	cmd := exec.CommandContext(ctx, labcluster, "kubectl", "--kubeconfig", kubeconfig, "--request-timeout=5s", "get", "--raw", "/readyz")
+	return cmd.Run() == nil
+}
+
+func runLogged(ctx context.Context, dir, log string, name string, args ...string) error {
+	f, err := os.Create(log)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = f, f
+	return cmd.Run()
+}
+
+// waitForOutput polls file until it matches pattern, with a deadline.
+func waitForOutput(ctx context.Context, file, pattern string, timeout time.Duration) bool {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return false
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if data, err := os.ReadFile(file); err == nil && re.Match(data) {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond) // polling a file: there is nothing to wait on
+	}
+	return false
+}
+
+// cmdTrace runs learn/trace (its own main package: it imports every lab, so
+// the rest of the labs command stays quick to build).
+func cmdTrace(ctx context.Context, u *ui, root string, args []string) int {
+	out := filepath.Join(root, ".cluster", "trace")
+	u.start("tracing one ConfigMap write through every layer (the first run compiles the labs)")
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./learn/trace", "-out", out}, args...)...)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	output, err := cmd.Output()
+	u.done()
+	u.printf("%s", output)
+	if err != nil {
+		// The embedded etcd logs its shutdown on stderr; show it only when
+		// something failed.
+		fmt.Fprintf(u.err, "%slabs: trace failed: %v\n", stderr.String(), err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// ui writes to the learner's terminal: colours and a spinner when stdout is
+// a terminal (and NO_COLOR is unset), plain lines otherwise (CI, pipes, tests).
+type ui struct {
+	out, err io.Writer
+	color    bool
+	tty      bool
+	spin     bool // a spinner on stderr
+
+	mu      sync.Mutex
+	label   string
+	detail  string
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func newUI(stdout, stderr io.Writer) *ui {
+	u := &ui{out: stdout, err: stderr}
+	// A terminal, not merely a character device (/dev/null is one too).
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		u.tty = true
+		u.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	}
+	// The spinner goes to stderr: only when that is a terminal as well.
+	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		u.spin = false
+	} else {
+		u.spin = u.tty
+	}
+	return u
+}
+
+func (u *ui) paint(code, s string) string {
+	if !u.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (u *ui) red(s string) string    { return u.paint("31", s) }
+func (u *ui) green(s string) string  { return u.paint("32", s) }
+func (u *ui) yellow(s string) string { return u.paint("33", s) }
+func (u *ui) bold(s string) string   { return u.paint("1", s) }
+func (u *ui) dim(s string) string    { return u.paint("2", s) }
+
+func (u *ui) printf(format string, args ...any) { fmt.Fprintf(u.out, format, args...) }
+
+// start shows label with a spinner (and the latest progress detail) until
+// done is called. Without a terminal it prints label once.
+func (u *ui) start(label string) {
+	u.mu.Lock()
+	u.label, u.detail = label, ""
+	u.mu.Unlock()
+	if !u.spin {
+		fmt.Fprintf(u.err, "%s ...\n", label)
+		return
+	}
+	u.stop, u.stopped = make(chan struct{}), make(chan struct{})
+	go func(stop, stopped chan struct{}) {
+		defer close(stopped)
+		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+		begin := time.Now()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			u.mu.Lock()
+			line := fmt.Sprintf("%s %s %s", frames[i%len(frames)], u.label, u.dim(fmt.Sprintf("%.0fs %s", time.Since(begin).Seconds(), u.detail)))
+			u.mu.Unlock()
+			if len(line) > 150 {
+				line = line[:150]
+			}
+			fmt.Fprintf(u.err, "\r\x1b[K%s", line)
+			select {
+			case <-stop:
+				fmt.Fprint(u.err, "\r\x1b[K")
+				return
+			case <-tick.C:
+			}
+		}
+	}(u.stop, u.stopped)
+}
+
+// progress sets the spinner's detail (the test now running).
+func (u *ui) progress(detail string) {
+	u.mu.Lock()
+	u.detail = detail
+	u.mu.Unlock()
+}
+
+func (u *ui) done() {
+	if u.stop != nil {
+		close(u.stop)
+		<-u.stopped
+		u.stop = nil
+	}
+}
