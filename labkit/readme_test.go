@@ -81,9 +81,20 @@ func readmes(root string) ([]string, error) {
 	}
 	for _, l := range labs {
 		rel, _ := filepath.Rel(root, l)
+		if why, ok := notYetChecked[rel]; ok {
+			fmt.Printf("README check: %s not checked yet: %s\n", rel, why)
+			continue
+		}
 		files = append(files, rel)
 	}
 	return files, nil
+}
+
+// notYetChecked: READMEs being rewritten on other branches; removed when
+// they merge.
+var notYetChecked = map[string]string{
+	"labs/01-watch-curl/README.md":  "rewritten on another branch (issue 8 item 5)",
+	"labs/02-listwatcher/README.md": "rewritten on another branch (issue 8 item 5)",
 }
 
 // A readmeStep is one thing the check does, in README order.
@@ -140,6 +151,9 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 			continue
 		}
 		info := strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))
+		if strings.Contains(info, "`") {
+			continue // inline code at the start of a line, not a fence (CommonMark)
+		}
 		fence := strings.Index(l, "```")
 		// Find the block's end.
 		end := i + 1

@@ -119,6 +119,7 @@ func (s *script) use(c *Cluster, setenv func(k, v string)) error {
 	setenv("TARGET", c.Name)
 	setenv("KUBECONFIG", c.Kubeconfig)
 	setenv("APISERVER", c.Server)
+	registerToken(c.Token) // kept out of the logs: redact.go
 	setenv("TOKEN", c.Token)
 	setenv("CACERT", ca)
 	setenv("LABCLUSTER_DIR", c.Dir)
