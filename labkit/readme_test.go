@@ -32,9 +32,10 @@ package labkit
 //     of the lines after it, and variables persist, across the blocks of one
 //     README. KUBECONFIG is unset: a README that needs it says so.
 //   - The top README.md runs first: its scripts/cluster-up.sh starts a
-//     labcluster in the copy, its scripts/cluster-down.sh stops it. For every
-//     other README the check runs scripts/cluster-up.sh before and
-//     scripts/cluster-down.sh after, and says so.
+//     labcluster in the copy, its scripts/cluster-down.sh stops it. Then the
+//     check runs scripts/cluster-up.sh (and says so) for the other READMEs,
+//     which share that cluster as a learner reading them in turn does, and
+//     scripts/cluster-down.sh at the end.
 //   - A command must exit 0, and its output (stdout and stderr, in order)
 //     must match the lines shown under it, compared by shape: runs of blanks
 //     are one space; a line `...` stands for any number of lines; and these
@@ -676,21 +677,26 @@ func TestREADMECommands(t *testing.T) {
 		}
 	}
 	start := time.Now()
+	clusterUp := false
+	defer func() {
+		if clusterUp {
+			setup("cluster-down.sh")
+		}
+	}()
 	for _, f := range files {
 		steps := plans[f]
 		if len(steps) == 0 {
 			t.Logf("%s: no console block", f)
 			continue
 		}
-		if f != "README.md" {
-			t.Logf("%s: scripts/cluster-up.sh first (the cluster the top README's set-up leaves up)", f)
+		if f != "README.md" && !clusterUp {
+			t.Logf("scripts/cluster-up.sh: the cluster the top README's set-up leaves up, for the READMEs after it")
 			setup("cluster-up.sh")
+			clusterUp = true
 		}
 		err := runREADME(f, copyDir, steps, env, logf)
-		if f != "README.md" {
-			setup("cluster-down.sh")
-		} else if err != nil {
-			// The top README failed before its own cluster-down.
+		if f == "README.md" && err != nil {
+			// It failed before its own cluster-down.
 			c := exec.Command(filepath.Join(copyDir, "scripts", "cluster-down.sh"))
 			c.Dir, c.Env = copyDir, env
 			c.Run()
