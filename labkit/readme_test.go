@@ -11,6 +11,12 @@ package labkit
 //	                                in the check's output (the first build,
 //	                                scripts/test.sh itself, a benchmark that
 //	                                test.sh's benchmark step runs ...)
+//	<!-- check: break FILE: OLD => NEW -->
+//	                                "Break it": for this block only, the
+//	                                text OLD (once in FILE, relative to the
+//	                                README) becomes NEW; every command of
+//	                                the block must then fail, with the
+//	                                output shown
 //	<!-- check: background NAME --> the block's one command runs in the
 //	                                background, as in a second terminal; the
 //	                                check goes on once its first shown output
@@ -106,6 +112,9 @@ type readmeStep struct {
 	skip      string   // why the block is not run
 	bg        string   // run in the background under this name
 	interrupt string   // Ctrl-C for this background command
+	// brk is a one-line change made for this block only ("Break it"):
+	// in file brk[0] (relative to the README), brk[1] becomes brk[2].
+	brk []string
 }
 
 var directiveRE = regexp.MustCompile(`^\s*<!--\s*check:\s*(.*?)\s*-->\s*$`)
@@ -134,13 +143,23 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 				if pending.skip == "" {
 					return nil, fmt.Errorf("%s:%d: skip needs a reason: <!-- check: skip: REASON -->", name, i+1)
 				}
+			case strings.HasPrefix(d, "break "):
+				if pending == nil {
+					pending, pendingLine = &readmeStep{}, i+1
+				}
+				file, change, ok1 := strings.Cut(strings.TrimPrefix(d, "break "), ": ")
+				old, new, ok2 := strings.Cut(change, " => ")
+				if !ok1 || !ok2 || old == "" {
+					return nil, fmt.Errorf("%s:%d: break FILE: OLD => NEW, not %q", name, i+1, d)
+				}
+				pending.brk = []string{strings.TrimSpace(file), old, new}
 			case strings.HasPrefix(d, "background "):
 				if pending == nil {
 					pending, pendingLine = &readmeStep{}, i+1
 				}
 				pending.bg = strings.TrimSpace(strings.TrimPrefix(d, "background "))
 			default:
-				return nil, fmt.Errorf("%s:%d: unknown check annotation %q (skip: REASON, background NAME, interrupt NAME)", name, i+1, d)
+				return nil, fmt.Errorf("%s:%d: unknown check annotation %q (skip: REASON, background NAME, interrupt NAME, break FILE: OLD => NEW)", name, i+1, d)
 			}
 			continue
 		}
@@ -199,7 +218,7 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 				return nil, fmt.Errorf("%s:%d: a background block holds one command, this one %d", name, pendingLine, len(block))
 			}
 			for k := range block {
-				block[k].skip, block[k].bg = pending.skip, pending.bg
+				block[k].skip, block[k].bg, block[k].brk = pending.skip, pending.bg, pending.brk
 			}
 			pending = nil
 		}
@@ -356,6 +375,7 @@ type bgCommand struct {
 type shell struct {
 	name    string // the README, for messages
 	root    string // the checkout the commands run in
+	readme  string // the README's directory in it (break paths are relative to it)
 	env     []string
 	state   string // file: the exported variables after the last command
 	dirFile string // file: the directory after the last command
@@ -386,7 +406,7 @@ func newShell(name, root string, env []string, norm *normalizer, log func(string
 	if err != nil {
 		return nil, err
 	}
-	s := &shell{name: name, root: root, env: env, state: filepath.Join(tmp, "state"), dirFile: filepath.Join(tmp, "dir"),
+	s := &shell{name: name, root: root, readme: filepath.Join(root, filepath.Dir(name)), env: env, state: filepath.Join(tmp, "state"), dirFile: filepath.Join(tmp, "dir"),
 		dir: root, norm: norm, timeout: 5 * time.Minute, bg: map[string]*bgCommand{}, log: log}
 	return s, os.WriteFile(s.state, nil, 0o600)
 }
@@ -419,6 +439,13 @@ func (s *shell) run(st readmeStep) error {
 	case st.bg != "":
 		return s.startBG(st)
 	}
+	if st.brk != nil {
+		restore, err := s.breakLine(st)
+		if err != nil {
+			return err
+		}
+		defer restore()
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
@@ -433,7 +460,11 @@ func (s *shell) run(st readmeStep) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: $ %s\ndid not end within %v; output so far:\n%s", s.where(st), st.cmd, s.timeout, out.String())
 	}
-	if err != nil {
+	switch {
+	case st.brk != nil && err == nil:
+		return fmt.Errorf("%s: $ %s\npassed with the change %q => %q in %s: the test no longer catches it; output:\n%s",
+			s.where(st), st.cmd, st.brk[1], st.brk[2], st.brk[0], out.String())
+	case st.brk == nil && err != nil:
 		return fmt.Errorf("%s: $ %s\nfailed (%v); output:\n%s", s.where(st), st.cmd, err, out.String())
 	}
 	want, got := trimWant(st.want), outputLines(out.String())
@@ -441,6 +472,26 @@ func (s *shell) run(st readmeStep) error {
 		return s.mismatch(st, want, got)
 	}
 	return nil
+}
+
+// breakLine makes a block's one-line change, "Break it": the old text must
+// be in the file exactly once, so a README whose line has moved on fails.
+// It returns the function that puts the file back.
+func (s *shell) breakLine(st readmeStep) (func(), error) {
+	path := filepath.Join(s.readme, st.brk[0])
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: break: %v", s.where(st), err)
+	}
+	if n := strings.Count(string(orig), st.brk[1]); n != 1 {
+		return nil, fmt.Errorf("%s: break: %s holds %q %d times, not once", s.where(st), st.brk[0], st.brk[1], n)
+	}
+	broken := strings.Replace(string(orig), st.brk[1], st.brk[2], 1)
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		return nil, err
+	}
+	s.log("%s: break: in %s, %q => %q", s.where(st), st.brk[0], st.brk[1], st.brk[2])
+	return func() { os.WriteFile(path, orig, 0o644) }, nil
 }
 
 func (s *shell) mismatch(st readmeStep, want, got []string) error {
@@ -716,8 +767,13 @@ func TestREADMECheckCatches(t *testing.T) {
 	dir := t.TempDir()
 	good := "Say hello:\n\n```console\n$ cd sub\n$ X=hello\n$ echo $X from $(basename $PWD)\nhello from sub\n```\n" +
 		"A server, in a second terminal:\n\n<!-- check: background srv -->\n```console\n$ trap 'echo stopped; exit 0' INT; echo serving on 127.0.0.1:40123; while :; do sleep 0.1; done\nserving on 127.0.0.1:8080\n^C\nstopped\n```\n" +
-		"```console\n$ echo \"$X again, $(date +%s)s\"\nhello again, 5s\n```\n<!-- check: interrupt srv -->\n"
+		"```console\n$ echo \"$X again, $(date +%s)s\"\nhello again, 5s\n```\n<!-- check: interrupt srv -->\n" +
+		"Break it:\n<!-- check: break sub/code.txt: answer=42 => answer=41 -->\n```console\n$ grep answer=42 code.txt\n```\n" +
+		"```console\n$ cat code.txt\nanswer=42\n```\n"
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "code.txt"), []byte("answer=42\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run := func(text string) error {
@@ -739,6 +795,8 @@ func TestREADMECheckCatches(t *testing.T) {
 		"never interrupted":  {strings.Replace(good, "<!-- check: interrupt srv -->\n", "", 1), "background srv is never interrupted"},
 		"unknown annotation": {strings.Replace(good, "background srv", "backgroud srv", 1), `unknown check annotation "backgroud srv"`},
 		"a shell block":      {good + "```sh\n$ rm -rf /\n```\n", "a command in a ```sh block"},
+		"break not caught":   {strings.Replace(good, "=> answer=41", "=> answer=420", 1), `passed with the change "answer=42" => "answer=420" in sub/code.txt: the test no longer catches it`},
+		"break line gone":    {strings.Replace(good, "break sub/code.txt: answer=42", "break sub/code.txt: answer=43", 1), `break: sub/code.txt holds "answer=43" 0 times, not once`},
 	} {
 		err := run(tc.text)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
