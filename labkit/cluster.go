@@ -133,34 +133,42 @@ func Connect(kubeconfig string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("labkit: the cluster of %s is not ready: %w", kubeconfig, err)
 	}
-	if c.Token == "" {
-		// kind's kubeconfig authenticates with a client certificate; the
-		// exercises' curl commands want a bearer token.
-		if c.Token, err = serviceAccountToken(ctx, c.Client); err != nil {
-			return nil, fmt.Errorf("labkit: a token for curl: %w", err)
-		}
-	}
 	return c, nil
 }
 
-// serviceAccountToken returns a token of the ServiceAccount kube-system/labkit,
-// bound to cluster-admin, made on first use (TokenRequest API, 24h).
-func serviceAccountToken(ctx context.Context, client kubernetes.Interface) (string, error) {
-	const ns, name = "kube-system", "labkit"
+// scriptToken returns the bearer token a script's curl uses on a real
+// cluster: a token of the ServiceAccount labkit-script in the script's own
+// namespace, allowed everything in that namespace and nothing else. It is
+// minted per script (TokenRequest API) and dies with the namespace, so the
+// token testscript prints with the environment under go test -v can read
+// nothing else and nothing after the script; the cluster's own credential
+// (the kubeconfig's token, or kind's client certificate) never enters a
+// script's environment.
+func scriptToken(ctx context.Context, client kubernetes.Interface, ns string) (string, error) {
+	const name = "labkit-script"
 	_, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "labkit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+	// A Role of our own, not the ClusterRole admin: admin is aggregated by
+	// the controller-manager, which a private cluster does not run.
+	_, err = client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	_, err = client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
 	tr, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err

@@ -2,12 +2,15 @@ package labkit
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,9 +23,9 @@ func TestMain(m *testing.M) { Main(m, nil) }
 // foreignTarget is this test binary's cluster presented as a foreign one,
 // the way a kind cluster looks to labkit: its kubeconfig in a directory with
 // no labcluster state (so labkit cannot restart or compact it), and a
-// credential that is no bearer token curl could use (kind's is a client
-// certificate; here an exec credential plugin, named fake-credential), so
-// labkit mints a ServiceAccount token for the exercises' curl, as on kind.
+// credential that is no bearer token (kind's is a client certificate; here an
+// exec credential plugin, named fake-credential): scripts get a token minted
+// for their namespace, as on every real cluster.
 // It is the same server, so namespaces and objects are shared with "real".
 func foreignTarget(work string, args []string) (*Cluster, error) {
 	cfg, err := clientcmd.LoadFromFile(Current().Kubeconfig)
@@ -68,14 +71,20 @@ func TestScriptsOnTwoTargets(t *testing.T) {
 	})
 }
 
-// TestServiceAccountTokenForCurl: on kind (client-certificate kubeconfig)
-// labkit mints a ServiceAccount token for the exercises' curl. The same code
-// runs here against the current cluster, and the token must authenticate.
-func TestServiceAccountTokenForCurl(t *testing.T) {
+// TestScriptToken: the token a script's curl gets on a real cluster may do
+// anything in the script's namespace and nothing outside it (so the copy
+// go test -v prints with the environment is worth little), and it dies with
+// the namespace.
+func TestScriptToken(t *testing.T) {
 	c := Current()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	token, err := serviceAccountToken(ctx, c.Client)
+	ns := "labkit-token-" + strings.ToLower(rand.Text()[:6])
+	if err := createNamespace(c, ns); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteNamespace(c, ns)
+	token, err := scriptToken(ctx, c.Client, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +94,13 @@ func TestServiceAccountTokenForCurl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// cluster-admin may list namespaces; an anonymous or unknown token may not.
-	if _, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		t.Fatalf("the minted token does not authenticate as cluster-admin: %v", err)
+	if _, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("the script's token cannot list its own namespace: %v", err)
+	}
+	if _, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing another namespace: got %v, want 403 Forbidden", err)
+	}
+	if _, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing namespaces: got %v, want 403 Forbidden", err)
 	}
 }

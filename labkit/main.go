@@ -179,7 +179,7 @@ func (r *run) setup(env *testscript.Env) error {
 		work:    env.WorkDir,
 		ns:      name + "-" + hex.EncodeToString(suffix),
 		started: map[string]*Cluster{},
-		ready:   map[*Cluster]bool{},
+		tokens:  map[*Cluster]string{},
 		watches: map[string]*RawWatch{},
 		bg:      map[string]*background{},
 		proxies: map[string]*tcpProxy{},

@@ -113,8 +113,9 @@ func TestCheckLinks(t *testing.T) {
 		t.Fatalf("this checkout has a broken upstream reference:\n%s", out)
 	}
 	const good = "// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go.\n" +
-		"// See https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L10\n"
-	if out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"a.go": good})); code != 0 || !strings.Contains(out, "all 2 upstream references") {
+		"// See https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L10\n" +
+		"// and k8s.io/client-go@v0.36.4/tools/cache.NewSharedIndexInformer\n"
+	if out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"a.go": good})); code != 0 || !strings.Contains(out, "all 3 upstream references") {
 		t.Fatalf("good references fail: exit %d\n%s", code, out)
 	}
 	// The broken references are put together here, so that this file, which
@@ -124,6 +125,7 @@ func TestCheckLinks(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
 		"invented file":          {"// k8s.io/apiserver" + at + "/pkg/endpoints/handlers/watch_encoder.go\n", "k8s.io/apiserver@v0.36.4 has no pkg/endpoints/handlers/watch_encoder.go"},
 		"line past the end":      {"[x](" + blob + "client-go/blob/v0.36.4/tools/cache/reflector.go#L999999)\n", "reflector.go has"},
+		"unknown symbol":         {"// k8s.io/client-go" + at + "/tools/cache.NewNoSuchInformer\n", "tools/cache declares no NewNoSuchInformer"},
 		"kubernetes non-staging": {"see " + blob + "kubernetes/tree/v1.36.4/pkg/registry/no-such-dir\n", "k8s.io/kubernetes@v1.36.4 has no pkg/registry/no-such-dir"},
 	} {
 		out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"README.md": tc.body}))

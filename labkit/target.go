@@ -9,12 +9,14 @@ package labkit
 // compaction) fails and says so, instead of acting on another server.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -45,7 +47,7 @@ type script struct {
 	ns      string              // $NS, the same name on every target
 	target  *Cluster            // the current target
 	started map[string]*Cluster // targets started for this script, by name
-	ready   map[*Cluster]bool   // targets on which $NS is prepared
+	tokens  map[*Cluster]string // targets on which $NS is prepared: the script's token there
 	watches map[string]*RawWatch
 	bg      map[string]*background // background kubectls
 	proxies map[string]*tcpProxy   // tcpproxy, by name
@@ -94,21 +96,31 @@ func ScriptValue[T any](ts *testscript.TestScript, key any, mk func() T) T {
 // use makes c the script's target: $NS exists on it and the variables point
 // at it.
 func (s *script) use(c *Cluster, setenv func(k, v string)) error {
-	if !s.ready[c] {
-		prepare := c.PrepareNamespace
-		if prepare == nil {
-			prepare = func(ns string) error { return createNamespace(c, ns) }
+	if _, ok := s.tokens[c]; !ok {
+		token := c.Token // a lab server's own: it dies with the server
+		if c.PrepareNamespace != nil {
+			if err := c.PrepareNamespace(s.ns); err != nil {
+				return fmt.Errorf("target %s: namespace %s: %w", c.Name, s.ns, err)
+			}
+		} else {
+			if err := createNamespace(c, s.ns); err != nil {
+				return fmt.Errorf("target %s: %w", c.Name, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			var err error
+			token, err = scriptToken(ctx, c.Client, s.ns)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("target %s: a token for the script's curl: %w", c.Name, err)
+			}
 		}
-		if err := prepare(s.ns); err != nil {
-			return fmt.Errorf("target %s: namespace %s: %w", c.Name, s.ns, err)
-		}
-		s.ready[c] = true
+		s.tokens[c] = token
 	}
 	s.target = c
 	// Each target's credentials in files of their own: a background command
 	// started on one target keeps working after a switch.
 	token := filepath.Join(s.work, c.Name+".token")
-	if err := os.WriteFile(token, []byte(c.Token), 0o600); err != nil {
+	if err := os.WriteFile(token, []byte(s.tokens[c]), 0o600); err != nil {
 		return err
 	}
 	ca := filepath.Join(s.work, c.Name+"-ca.crt")
@@ -119,8 +131,11 @@ func (s *script) use(c *Cluster, setenv func(k, v string)) error {
 	setenv("TARGET", c.Name)
 	setenv("KUBECONFIG", c.Kubeconfig)
 	setenv("APISERVER", c.Server)
-	registerToken(c.Token) // kept out of the logs: redact.go
-	setenv("TOKEN", c.Token)
+	// Kept out of the logs (redact.go): the script's token, and the
+	// cluster's own credential it was minted with.
+	registerToken(s.tokens[c])
+	registerToken(c.Token)
+	setenv("TOKEN", s.tokens[c])
 	setenv("CACERT", ca)
 	setenv("LABCLUSTER_DIR", c.Dir)
 	return nil
@@ -160,7 +175,7 @@ func (s *script) start(name string, args []string) (*Cluster, error) {
 	}
 	c.Name = name
 	if old, ok := s.started[name]; ok && old != c {
-		delete(s.ready, old)
+		delete(s.tokens, old)
 		old.Stop()
 	}
 	s.started[name] = c
@@ -191,7 +206,7 @@ func (s *script) stop() {
 	}
 	// Deleting the namespace is asynchronous: the namespace controller
 	// empties it later. A private cluster is thrown away whole.
-	if s.ready[current] {
+	if _, ok := s.tokens[current]; ok {
 		deleteNamespace(current, s.ns)
 	}
 }

@@ -34,6 +34,19 @@ check() { # FILE:LINE MODULE VERSION PATH ANCHOR
     return
   fi
   path=${path%/}
+  if [[ ! -e $dir/$path && $path =~ ^(.*)\.([A-Z][A-Za-z0-9_]*)$ ]]; then
+    # PACKAGE.Symbol (tools/cache.NewSharedIndexInformer): the package must
+    # exist and declare the symbol.
+    local pkg=${BASH_REMATCH[1]} sym=${BASH_REMATCH[2]}
+    if [[ ! -d $dir/$pkg ]]; then
+      echo "check-links: $where: $module@$version has no package $pkg"
+      bad=1
+    elif ! grep -qE "^(func( \([^)]*\))?|type|var|const) $sym\b|^[[:space:]]+$sym[[:space:]]*(=|[A-Za-z*])" "$dir/$pkg"/*.go 2>/dev/null; then
+      echo "check-links: $where: $module@$version/$pkg declares no $sym"
+      bad=1
+    fi
+    return
+  fi
   if [[ ! -e $dir/$path ]]; then
     echo "check-links: $where: $module@$version has no $path"
     bad=1

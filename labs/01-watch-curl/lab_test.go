@@ -1,18 +1,17 @@
 package watchcurl_test
 
 import (
-	"io"
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
+	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/internal/watchcmd"
 )
 
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/watch runnable from the scripts as `exec watch`.
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]labkit.Program{
-		"watch": func(args []string, stdout, stderr io.Writer) int { return watchapi.Main(args) },
+		"watch": watchcmd.Main,
 	})
 }
 

@@ -270,3 +270,71 @@ func (r *recordingListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	r.mu.Unlock()
 	return r.ListWatch.WatchWithContext(ctx, opts)
 }
+
+// TestConsistentListFromCache: at v1.36 a LIST with resourceVersion "" (a
+// consistent read) is served from the apiserver's watch cache, once the
+// cache has caught up with etcd's current revision, not from etcd. The
+// apiserver counts such reads in the metric
+// apiserver_watch_cache_consistent_read_total (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go,
+// ConsistentReadTotal, incremented in pkg/storage/cacher/delegator.go,
+// CacheDelegator.GetList): our LIST must add one with success="true" and
+// fallback="false" (served by the cache, no fall-back to etcd).
+func TestConsistentListFromCache(t *testing.T) {
+	_, ns := newNamespace(t)
+	ours, err := listwatcher.New(labkit.Current().Config, "configmaps", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A first consistent LIST, so the configmaps cache is ready and the
+	// counter's series exists.
+	if _, err := ours.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A consistent read whose cache does not catch up in time (a loaded
+	// machine) falls back to etcd and is counted with fallback="true":
+	// allow a few tries, each one LIST, before failing.
+	for try := 1; ; try++ {
+		before := consistentReadsFromCache(t, "configmaps")
+		if _, err := ours.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		after := consistentReadsFromCache(t, "configmaps")
+		if after >= before+1 {
+			return
+		}
+		if try == 5 {
+			t.Fatalf("consistent reads served by the cache: %v before our LIST, %v after; want at least one more (5 tries)", before, after)
+		}
+	}
+}
+
+// consistentReadsFromCache reads the apiserver's /metrics and returns the
+// consistent reads of resource served from the watch cache without
+// falling back to etcd.
+func consistentReadsFromCache(t *testing.T, resource string) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, err := labkit.Current().Client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || name != "apiserver_watch_cache_consistent_read_total" {
+			continue
+		}
+		labels, value, _ := strings.Cut(rest, "} ")
+		if !strings.Contains(labels, `resource="`+resource+`"`) || !strings.Contains(labels, `success="true"`) || !strings.Contains(labels, `fallback="false"`) {
+			continue
+		}
+		var n float64
+		if _, err := fmt.Sscan(value, &n); err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		return n
+	}
+	t.Fatalf("no apiserver_watch_cache_consistent_read_total for %s, success, no fallback, in /metrics", resource)
+	return 0
+}

@@ -1,18 +1,17 @@
 package lab02_test
 
 import (
-	"io"
 	"testing"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
-	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/cmd/listwatch/listwatchcmd"
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/internal/listwatchcmd"
 )
 
 // TestMain finds the lab cluster (or starts one for this test binary) and
 // makes cmd/listwatch runnable from the scripts as `exec listwatch`.
 func TestMain(m *testing.M) {
 	labkit.Main(m, map[string]labkit.Program{
-		"listwatch": func(args []string, stdout, stderr io.Writer) int { return listwatchcmd.Main() },
+		"listwatch": listwatchcmd.Main,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,9 +106,7 @@ func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 					Annotations     map[string]string `json:"annotations"`
 				} `json:"metadata"`
 				Details struct {
-					Causes []struct {
-						Type string `json:"reason"`
-					} `json:"causes"`
+					Causes []cause `json:"causes"`
 				} `json:"details"`
 			} `json:"object"`
 		}
@@ -130,16 +129,18 @@ func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 			case rec.Error != "":
 				step("WATCH-END broken")
 			default:
-				step("WATCH-END closed by the server")
+				// The server's timeout, or a connection that broke: as
+				// upstream's StreamWatcher, ours ends both silently.
+				step("WATCH-END stream ended")
 			}
 		case "RELIST":
 			step(fmt.Sprintf("RELIST because %d %s", rec.Code, rec.Reason))
 		case "BACKOFF":
 			step("BACKOFF")
 		case "":
-			// A stream that broke on our side is not a server event: the
+			// A stream we could not decode is not a server event: the
 			// WATCH-END that follows says so.
-			if rec.Type == "ERROR" && len(rec.Object.Details.Causes) > 0 && rec.Object.Details.Causes[0].Type == "ClientWatchDecoding" {
+			if rec.Type == "ERROR" && slices.ContainsFunc(rec.Object.Details.Causes, func(c cause) bool { return c.Type == "ClientWatchDecoding" }) {
 				continue
 			}
 			before := tr.Len()
@@ -184,6 +185,11 @@ func renderSteps(data []byte, fields []string, anyEnd bool) (string, error) {
 		}
 	}
 	return strings.Join(rendered, "\n") + "\n", nil
+}
+
+// cause is a StatusCause as JSON: its type is written as "reason".
+type cause struct {
+	Type string `json:"reason"`
 }
 
 // scriptListWatch is a ListWatch on RESOURCE in the script's $NS, through

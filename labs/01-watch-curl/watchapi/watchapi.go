@@ -1,26 +1,37 @@
 // Package watchapi reads a Kubernetes watch stream with nothing but net/http
 // and encoding/json: the same bytes curl shows, decoded one event at a time.
+// It needs no client-go: the caller hands it an *http.Client that carries the
+// TLS settings and the bearer token (cmd/watch builds one from a kubeconfig,
+// in internal/watchcmd).
 //
 // Upstream counterparts, at Kubernetes v1.36.4:
 //   - k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/watch.go, type WatchEvent:
 //     the wire form of one event, {"type": ..., "object": ...}.
 //   - k8s.io/client-go@v0.36.4/rest/watch/decoder.go, Decoder.Decode: turns
-//     frames into watch.Events, and an ERROR frame's Status into an error.
+//     frames into (type, object) pairs. An ERROR frame is no exception: Decode
+//     returns (watch.Error, *metav1.Status, nil), and it is the consumer that
+//     makes an error of the Status (the Reflector calls apierrors.FromObject,
+//     k8s.io/client-go@v0.36.4/tools/cache/reflector.go). Our Next does the
+//     same: an ERROR is an event, and WatchEvent.Status decodes its Status.
 //   - k8s.io/apimachinery@v0.36.4/pkg/util/framer/framer.go, NewJSONFramedReader:
 //     splits the body into JSON values.
 //
-// Left out: protobuf and CBOR (client-go asks for them with Accept headers;
-// curl and we get JSON), decoding objects into typed Go structs (we keep the
-// raw JSON), and the retry and resume logic of lab 02.
+// Left out: protobuf and CBOR (client-go can ask for protobuf with an Accept
+// header; CBOR is alpha and off by default at v1.36; curl and we get JSON),
+// decoding objects into typed Go structs (we keep the raw JSON), and the
+// retry and resume logic of lab 02.
 package watchapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Event types, as the apiserver writes them (k8s.io/apimachinery/pkg/watch).
@@ -90,6 +101,43 @@ func (o Options) Query() string {
 		q.Set("fieldSelector", o.FieldSelector)
 	}
 	return q.Encode()
+}
+
+// URL is the watch URL of a core/v1 resource collection in a namespace:
+// SERVER/api/v1/namespaces/NAMESPACE/RESOURCE?watch=1&...
+func URL(server, namespace, resource string, o Options) string {
+	return fmt.Sprintf("%s/api/v1/namespaces/%s/%s?%s",
+		strings.TrimSuffix(server, "/"), url.PathEscape(namespace), url.PathEscape(resource), o.Query())
+}
+
+// HTTPError is a watch the apiserver refused before any stream started (bad
+// parameters, no permission): a plain HTTP error whose body is a Status.
+type HTTPError struct {
+	Code int
+	Body string
+}
+
+func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Code, e.Body) }
+
+// Open sends the watch GET with client (which carries the TLS settings and
+// the bearer token) and returns the response body, still open: the stream.
+// The caller closes it; cancelling ctx ends the watch. A refused watch is an
+// *HTTPError.
+func Open(ctx context.Context, client *http.Client, watchURL string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, watchURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, &HTTPError{Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	}
+	return resp.Body, nil
 }
 
 // Decoder reads events from a watch response body as they arrive.

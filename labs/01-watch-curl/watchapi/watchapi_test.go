@@ -2,11 +2,17 @@ package watchapi
 
 import (
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -88,16 +94,37 @@ func TestDecoderReturnsEventsAsTheyArrive(t *testing.T) {
 		<-release
 	}))
 	defer srv.Close()
-	defer close(release)
+	var once sync.Once
+	endStream := func() { once.Do(func() { close(release) }) }
+	defer endStream()
 
 	resp, err := http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	ev, err := NewDecoder(resp.Body).Next()
-	if err != nil || ev.Type != Added {
-		t.Fatalf("got %v %v, want the ADDED event while the stream is still open", ev.Type, err)
+	type result struct {
+		ev  WatchEvent
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ev, err := NewDecoder(resp.Body).Next()
+		got <- result{ev, err}
+	}()
+	// A deadline, not a wait: the event is already sent, so a decoder that
+	// hands it out as it arrives returns at once.
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	select {
+	case r := <-got:
+		if r.err != nil || r.ev.Type != Added {
+			t.Fatalf("got %v %v, want the ADDED event while the stream is still open", r.ev.Type, r.err)
+		}
+	case <-deadline.C:
+		endStream() // so the decoder goroutine can return
+		<-got
+		t.Fatal("no event after 10s while the stream is open: the decoder waits for the body to end")
 	}
 }
 
@@ -106,5 +133,55 @@ func TestOptionsQuery(t *testing.T) {
 	want := "allowWatchBookmarks=true&labelSelector=tier%3Dweb&resourceVersion=42&timeoutSeconds=30&watch=1"
 	if got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestOpenRefused: a watch the apiserver refuses before streaming is an
+// *HTTPError carrying the code and the Status body (a fake apiserver,
+// httptest, answers as v1.36.4 does to resourceVersion=abc; the go-watch
+// exercise shows the real one).
+func TestOpenRefused(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	status := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"resourceVersion: Invalid value: \"abc\"","code":500}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "1" || r.URL.Path != "/api/v1/namespaces/lab/configmaps" {
+			t.Errorf("request %s", r.URL)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, status+"\n")
+	}))
+	defer srv.Close()
+	_, err := Open(t.Context(), srv.Client(), URL(srv.URL+"/", "lab", "configmaps", Options{ResourceVersion: "abc"}))
+	var httpErr *HTTPError
+	if !errors.As(err, &httpErr) || httpErr.Code != 500 || httpErr.Body != status {
+		t.Fatalf("got %v, want HTTP 500 with the Status body", err)
+	}
+	srv.Client().CloseIdleConnections()
+}
+
+// TestOnlyStandardLibrary: the package's doc promises net/http and
+// encoding/json, no client-go. Every import of its non-test files must be
+// from the standard library (no dot in the first path element).
+func TestOnlyStandardLibrary(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		parsed, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: watchapi must need nothing but the standard library", f, path)
+			}
+		}
 	}
 }

@@ -11,7 +11,6 @@ package listwatcher
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,22 +80,15 @@ func reasonForCode(code int) metav1.StatusReason {
 	return metav1.StatusReasonInternalError
 }
 
-// streamBroken is the Status of the ERROR event a streamWatcher sends when
-// the stream fails in the middle (a reset connection, a bad frame): the
-// consumer learns why the watch ended and can rewatch from its last
-// resourceVersion. Upstream: apierrors.NewClientErrorReporter, code 500,
-// reason "ClientWatchDecoding".
+// streamBroken is the Status of the ERROR event a streamWatcher sends when a
+// frame cannot be decoded (not JSON, not a watch event, another kind, over
+// 16 MiB): the Status client-go's watch reports then, made by the same
+// reporter rest.Request.Watch gives its StreamWatcher (code 500, reason
+// InternalError, cause ClientWatchDecoding). A stream that merely ends or
+// breaks is no error: see isEndOfStream.
 func streamBroken(err error) *metav1.Status {
-	return &metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Code:     http.StatusInternalServerError,
-		Reason:   metav1.StatusReasonInternalError,
-		Message:  "watch stream broken: " + err.Error(),
-		Details:  &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: "ClientWatchDecoding", Message: err.Error()}}},
-	}
+	reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")
+	status := reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err)).(*metav1.Status)
+	status.Kind, status.APIVersion = "Status", "v1"
+	return status
 }
-
-// isEndOfStream reports whether err is the clean end of a watch: the server
-// closed it (after timeoutSeconds, or when it shut down gracefully).
-func isEndOfStream(err error) bool { return errors.Is(err, io.EOF) }

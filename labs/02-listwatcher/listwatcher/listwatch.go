@@ -8,7 +8,10 @@
 // retry, so a learner sees every attempt), warning headers, metrics, and
 // resources outside core/v1 (the kind is looked up in a scheme that only
 // knows core/v1). Upstream builds URLs with a RESTClient that knows every
-// group; we write the path by hand because the path is the lesson.
+// group, and decodes the body with the serializer negotiated for its
+// Content-Type (rest/request.go, Request.newStreamWatcher), which reads the
+// kind from the body; we write the path by hand because the path is the
+// lesson, and decode into the one kind we expect.
 
 package listwatcher
 
@@ -95,8 +98,10 @@ func New(cfg *rest.Config, resource, namespace string) (*ListWatch, error) {
 }
 
 // KindFor finds the core/v1 kind whose plural resource name is resource
-// ("configmaps" -> ConfigMap). Upstream asks the server (discovery and a
-// RESTMapper); a scheme that knows core/v1 is enough for this lab.
+// ("configmaps" -> ConfigMap). A typed client-go client needs no such map (it
+// decodes whatever kind the body names, through its scheme); a dynamic
+// client learns resource-to-kind from discovery, through a RESTMapper. A
+// scheme that knows core/v1 is enough for this lab.
 func KindFor(resource string) (schema.GroupVersionKind, error) {
 	s, err := coreScheme()
 	if err != nil {
@@ -158,9 +163,14 @@ func (lw *ListWatch) query(opts metav1.ListOptions) url.Values {
 	if opts.Watch {
 		q.Set("watch", "1")
 	}
-	// resourceVersion is sent only when set: "" and absent mean the same,
-	// "the newest state, read from etcd" (a consistent read), whereas "0"
-	// means "whatever state the apiserver's cache has now".
+	// resourceVersion is sent only when set: "" and absent mean the same, a
+	// consistent read: the newest state. At v1.36 both "" and "0" are served
+	// from the apiserver's watch cache; "" first asks etcd for its current
+	// revision and waits until the cache has caught up with it
+	// (ConsistentListFromCache, GA and locked on), "0" takes whatever the
+	// cache holds now, without waiting. See waitAndListConsistent and
+	// waitAndListLatestRV in k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go,
+	// and the delegation rules in pkg/storage/cacher/delegator.go.
 	if opts.ResourceVersion != "" {
 		q.Set("resourceVersion", opts.ResourceVersion)
 	}

@@ -2,14 +2,23 @@ package listwatcher
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	restclientwatch "k8s.io/client-go/rest/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -144,23 +153,108 @@ func TestWatchStop(t *testing.T) {
 	f.srv.Client().CloseIdleConnections()
 }
 
-// TestWatchBroken: a connection dropped mid-frame ends the watch with an
-// ERROR event that says so, not with a silent close.
+// TestWatchBroken: how a watch ends when its stream breaks, ours and
+// upstream's side by side. Both read the same bytes from a fake apiserver
+// (httptest): ours through ListWatch.WatchWithContext, upstream's through
+// k8s.io/apimachinery's watch.StreamWatcher over client-go's watch Decoder,
+// with the reporter rest.Request.Watch gives it. A body cut inside a frame,
+// a reset connection and a clean end close the channel silently; a frame that
+// is not a watch event first sends an ERROR (500, ClientWatchDecoding).
 func TestWatchBroken(t *testing.T) {
-	f := newFakeAPIServer(t, cut(cm("ADDED", "a", "5")))
-	w, err := f.listWatch("ns").WatchWithContext(context.Background(), metav1.ListOptions{})
-	if err != nil {
+	// reset sends one event, waits until the client has it (so the RST
+	// cannot overtake the data), then closes with a TCP RST.
+	reset := func(received <-chan struct{}) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			stream(cm("ADDED", "a", "5"))(w, r)
+			<-received
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with a TCP RST: "connection reset by peer"
+			conn.Close()
+		}
+	}
+	always := func(h http.HandlerFunc) func(<-chan struct{}) http.HandlerFunc {
+		return func(<-chan struct{}) http.HandlerFunc { return h }
+	}
+	const decodeError = "ADDED ERROR 500 InternalError UnexpectedServerResponse ClientWatchDecoding"
+	for name, tc := range map[string]struct {
+		handler func(received <-chan struct{}) http.HandlerFunc
+		want    string
+	}{
+		"clean end":             {always(stream(cm("ADDED", "a", "5"))), "ADDED"},
+		"cut inside a frame":    {always(cut(cm("ADDED", "a", "5"))), "ADDED"},
+		"connection reset":      {reset, "ADDED"},
+		"not a watch event":     {always(stream(cm("ADDED", "a", "5"), `<html>502 Bad Gateway</html>`)), decodeError},
+		"an unknown event type": {always(stream(cm("ADDED", "a", "5"), strings.Replace(cm("ADDED", "b", "6"), "ADDED", "CHANGED", 1))), decodeError},
+	} {
+		t.Run(name, func(t *testing.T) {
+			received := make(chan struct{})
+			ours := newFakeAPIServer(t, tc.handler(received))
+			w, err := ours.listWatch("ns").WatchWithContext(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eventTypes(w, received); got != tc.want {
+				t.Errorf("ours: %s, want %s", got, tc.want)
+			}
+			ours.srv.Client().CloseIdleConnections()
+
+			received = make(chan struct{})
+			theirs := newFakeAPIServer(t, tc.handler(received))
+			resp, err := theirs.srv.Client().Get(theirs.srv.URL + "/api/v1/namespaces/ns/configmaps?watch=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eventTypes(upstreamStreamWatcher(t, resp.Body), received); got != tc.want {
+				t.Errorf("upstream: %s, want %s", got, tc.want)
+			}
+			theirs.srv.Client().CloseIdleConnections()
+		})
+	}
+}
+
+// eventTypes drains w: each event's type, and for an ERROR its code, reason
+// and causes. It closes received after the first event (or at the end).
+func eventTypes(w watch.Interface, received chan struct{}) string {
+	var once sync.Once
+	signal := func() { once.Do(func() { close(received) }) }
+	defer signal()
+	var got []string
+	for ev := range w.ResultChan() {
+		signal()
+		line := string(ev.Type)
+		if status, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error {
+			line = fmt.Sprintf("ERROR %d %s", status.Code, status.Reason)
+			if status.Details != nil {
+				for _, cause := range status.Details.Causes {
+					line += " " + string(cause.Type)
+				}
+			}
+		}
+		got = append(got, line)
+	}
+	return strings.Join(got, " ")
+}
+
+// upstreamStreamWatcher is the watch client-go builds for a JSON watch
+// response (k8s.io/client-go@v0.36.4/rest/request.go, Request.Watch and
+// newStreamWatcher): the JSON framer, the streaming decoder, rest/watch's
+// Decoder, and a StreamWatcher reporting decode errors as ClientWatchDecoding.
+func upstreamStreamWatcher(t *testing.T, body io.ReadCloser) watch.Interface {
+	scheme := k8sruntime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	var got []watch.Event
-	for ev := range w.ResultChan() {
-		got = append(got, ev)
+	codecs := serializer.NewCodecFactory(scheme)
+	info, ok := k8sruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), "application/json")
+	if !ok {
+		t.Fatal("no JSON serializer")
 	}
-	if len(got) != 2 || got[0].Type != watch.Added || got[1].Type != watch.Error {
-		t.Fatalf("events %v", got)
-	}
-	err = StatusError(got[1].Object)
-	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "watch stream broken") {
-		t.Fatalf("ERROR event: %v", err)
-	}
+	frames := info.StreamSerializer.Framer.NewFrameReader(body)
+	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer),
+		serializer.WithoutConversionCodecFactory{CodecFactory: codecs}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion))
+	return watch.NewStreamWatcher(decoder, apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding"))
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 )
 
 // StepOp names one thing ListAndWatch did.
@@ -66,6 +67,10 @@ type Options struct {
 	WatchList bool
 	// InitialBackoff and MaxBackoff bound the wait between failed attempts.
 	InitialBackoff, MaxBackoff time.Duration
+	// Clock times the backoff waits (default clock.RealClock{}). Tests pass a
+	// k8s.io/utils/clock/testing.FakeClock to prove the waits without
+	// waiting, as upstream's ReflectorOptions.Clock allows.
+	Clock clock.Clock
 }
 
 // ListAndWatch lists, then watches from the list's resourceVersion, for as
@@ -178,13 +183,22 @@ func listResourceVersion(list runtime.Object) string {
 
 // backoff doubles the wait after each failure, up to a cap, and adds up to
 // 100% random jitter, so a thousand clients cut off by the same apiserver
-// restart do not all come back in the same millisecond.
+// restart do not all come back in the same millisecond. With the defaults
+// the waits are 0.8-1.6s, 1.6-3.2s, ... and, from the seventh failure on,
+// 30-60s: upstream's wait.Backoff{Duration: 800ms, Factor: 2, Jitter: 1,
+// Cap: 30s} in the Reflector (defaultBackoffInit ... in reflector.go), whose
+// jitter is also added on top of the capped delay. Upstream resets the
+// backoff after 2 minutes without a failure; we reset it when a watch opens.
 type backoff struct {
+	clock              clock.Clock
 	initial, max, next time.Duration
 }
 
 func newBackoff(opts Options) *backoff {
-	b := &backoff{initial: opts.InitialBackoff, max: opts.MaxBackoff}
+	b := &backoff{clock: opts.Clock, initial: opts.InitialBackoff, max: opts.MaxBackoff}
+	if b.clock == nil {
+		b.clock = clock.RealClock{}
+	}
 	if b.initial <= 0 {
 		b.initial = 800 * time.Millisecond
 	}
@@ -206,10 +220,10 @@ func (b *backoff) wait(ctx context.Context, err error, rv string, report func(St
 	delay := b.next + time.Duration(rand.Int64N(int64(b.next)+1))
 	b.next = min(2*b.next, b.max)
 	report(Step{Op: StepBackoff, ResourceVersion: rv, Err: err, Delay: delay})
-	t := time.NewTimer(delay)
+	t := b.clock.NewTimer(delay)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 	case <-ctx.Done():
 	}
 }

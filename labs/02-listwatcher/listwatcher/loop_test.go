@@ -3,6 +3,7 @@ package listwatcher
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // runLoop runs ListAndWatch against f until it has reported a step
@@ -63,7 +65,8 @@ func describe(s Step) string {
 
 // TestListAndWatch walks the loop through every seam: a clean end of a
 // watch, a bookmark moving the RV, 410, a server answering 503, a
-// connection cut mid-frame.
+// connection cut mid-frame (which ends the watch as silently as a timeout),
+// a frame that is not a watch event.
 func TestListAndWatch(t *testing.T) {
 	f := newFakeAPIServer(t,
 		answer(200, list("10", "", "a")),
@@ -71,7 +74,8 @@ func TestListAndWatch(t *testing.T) {
 		stream(expired), // the watch from 15: too old
 		answer(200, list("20", "", "a", "b")),
 		answer(503, "apiserver shutting down"),
-		cut(cm("MODIFIED", "b", "21")), // the connection drops mid-frame
+		cut(cm("MODIFIED", "b", "21")),         // the connection drops mid-frame
+		stream("<html>502 Bad Gateway</html>"), // a proxy's answer, not a watch event
 	)
 	f.handlers = append(f.handlers, f.hold(cm("DELETED", "a", "22")))
 	got := runLoop(t, f, Options{AllowWatchBookmarks: true}, "DELETED")
@@ -89,7 +93,9 @@ func TestListAndWatch(t *testing.T) {
 		"BACKOFF ServiceUnavailable",
 		"WATCH rv=20",
 		"MODIFIED b rv=21 -> resume at 21",
-		"ERROR watch stream broken: unexpected EOF",
+		"WATCH-END rv=21", // cut mid-frame: silent, as upstream; rewatch at once
+		"WATCH rv=21",
+		`ERROR an error on the server ("unable to decode an event from the watch stream: frame is not a watch event (invalid character '<' looking for beginning of value): \"<html>502 Bad Gateway</html>\"") has prevented the request from succeeding`,
 		"WATCH-END rv=21 InternalError",
 		"BACKOFF InternalError",
 		"WATCH rv=21",
@@ -107,26 +113,73 @@ func TestListAndWatch(t *testing.T) {
 }
 
 // TestListAndWatchUnreachable: with nothing listening, the loop backs off
-// with growing, jittered delays and keeps trying.
+// with the Reflector's delays (800ms doubling up to 30s, plus up to 100%
+// jitter) and keeps trying. The waits are timed by a fake clock
+// (k8s.io/utils/clock/testing): the test proves that the loop does not try
+// again before its delay has passed, and does once it has, without waiting
+// 2 minutes of wall-clock time.
 func TestListAndWatchUnreachable(t *testing.T) {
 	f := newFakeAPIServer(t)
 	f.srv.Close() // nothing listens on its port any more
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var delays []time.Duration
-	ListAndWatch(ctx, f.listWatch("ns"), Options{InitialBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, func(s Step) {
+	fakeClock := clocktesting.NewFakeClock(time.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	steps := make(chan Step)
+	done := make(chan error)
+	go func() {
+		done <- ListAndWatch(ctx, f.listWatch("ns"), Options{Clock: fakeClock}, func(s Step) {
+			select {
+			case steps <- s:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("ListAndWatch = %v, want context.Canceled", err)
+		}
+	}()
+
+	next := func() Step {
+		t.Helper()
+		select {
+		case s := <-steps:
+			return s
+		case <-time.After(30 * time.Second): // a deadline for a hung loop, not a wait
+			t.Fatal("no step in 30s")
+		}
+		return Step{}
+	}
+	// waitingOnClock polls (with a deadline) until the loop has set its
+	// backoff timer on the fake clock.
+	waitingOnClock := func() {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !fakeClock.HasWaiters() {
+			if time.Now().After(deadline) {
+				t.Fatal("the loop never waited on the clock")
+			}
+			runtime.Gosched()
+		}
+	}
+
+	for i, base := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond,
+		6400 * time.Millisecond, 12800 * time.Millisecond, 25600 * time.Millisecond, 30 * time.Second, 30 * time.Second} {
+		s := next()
 		if s.Op != StepBackoff || !strings.Contains(s.Err.Error(), "connection refused") {
-			t.Errorf("step %s %v, want BACKOFF connection refused", s.Op, s.Err)
+			t.Fatalf("step %d: %s %v, want BACKOFF connection refused", i, s.Op, s.Err)
 		}
-		if delays = append(delays, s.Delay); len(delays) == 5 {
-			cancel()
+		if s.Delay < base || s.Delay > 2*base {
+			t.Errorf("delay %d = %v, want in [%v, %v]", i, s.Delay, base, 2*base)
 		}
-	})
-	// Each delay is in [base, 2*base), base doubling from 1ms, capped at 4ms.
-	for i, base := range []time.Duration{1, 2, 4, 4, 4} {
-		if d := delays[i]; d < base*time.Millisecond || d > 2*base*time.Millisecond {
-			t.Errorf("delay %d = %v, want in [%v, %v]", i, d, base*time.Millisecond, 2*base*time.Millisecond)
+		waitingOnClock()
+		// One nanosecond short of the delay, the loop still waits...
+		fakeClock.Step(s.Delay - time.Nanosecond)
+		if !fakeClock.HasWaiters() {
+			t.Fatalf("attempt %d: the loop stopped waiting %v early", i+1, time.Nanosecond)
 		}
+		// ...and at the delay it tries again (the next step is its failure).
+		fakeClock.Step(time.Nanosecond)
 	}
 }
 

@@ -1,8 +1,10 @@
 // Upstream: k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go
 // (StreamWatcher, its receive loop and Stop).
 //
-// Left out: the Reporter interface (our stream errors always become a 500
-// Status, see streamBroken) and logging. Kept: the one goroutine per watch,
+// Left out: the Reporter interface (we always report as client-go's
+// rest.Request.Watch configures it, see streamBroken) and logging. Kept: which
+// endings are silent and which are an ERROR event (see receive), the one
+// goroutine per watch,
 // the unbuffered result channel (a slow consumer slows the reading, which is
 // how TCP flow control reaches back to the apiserver), and a Stop that ends
 // the goroutine even when nobody reads the channel.
@@ -11,9 +13,11 @@ package listwatcher
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -72,10 +76,14 @@ func (w *streamWatcher) receive() {
 			default:
 			}
 			if isEndOfStream(err) {
-				return // the server closed the watch: a clean end
+				// As upstream: the channel just closes, whether the server
+				// ended the watch (timeoutSeconds) or the connection broke.
+				// The consumer cannot tell the two apart, and needs not:
+				// either way it watches again from its last resourceVersion.
+				return
 			}
-			// Anything else (a reset connection, a bad frame) is sent as an
-			// ERROR event, so the consumer knows the watch did not simply end.
+			// A frame that is not a watch event: an ERROR event first, so the
+			// consumer knows the stream was bad, then the channel closes.
 			select {
 			case w.result <- watch.Event{Type: watch.Error, Object: streamBroken(err)}:
 			case <-w.stopped:
@@ -88,4 +96,15 @@ func (w *streamWatcher) receive() {
 			return
 		}
 	}
+}
+
+// isEndOfStream reports whether err ends a watch silently, as upstream's
+// StreamWatcher.receive decides (k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go):
+// the clean end of the body (io.EOF), a body cut inside a frame
+// (io.ErrUnexpectedEOF), what k8s.io/apimachinery/pkg/util/net calls a
+// probable EOF (connection reset, closed connection, HTTP/2 GOAWAY) and a
+// timeout. Every other error is a stream we could not decode.
+func isEndOfStream(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err)
 }

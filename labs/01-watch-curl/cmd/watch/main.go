@@ -5,15 +5,14 @@
 //	watch -n default --rv 1234 --bookmarks --timeout 30 configmaps
 //	watch -o json ...     the raw frames, one per line, for labkit's transcript
 //
-// It uses client-go only to read the kubeconfig and build an *http.Client with
-// its TLS and bearer token; the request and the decoding are net/http and
-// encoding/json (../../watchapi).
+// The code is in ../../internal/watchcmd (flags, kubeconfig) and
+// ../../watchapi (the request and the decoding: net/http and encoding/json).
 package main
 
 import (
 	"os"
 
-	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
+	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/internal/watchcmd"
 )
 
-func main() { os.Exit(watchapi.Main(os.Args[1:])) }
+func main() { os.Exit(watchcmd.Main(os.Args[1:], os.Stdout, os.Stderr)) }

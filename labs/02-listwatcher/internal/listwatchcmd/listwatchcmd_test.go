@@ -3,6 +3,7 @@ package listwatchcmd
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestPrintText(t *testing.T) {
 WATCH from rv=10
 ADDED ConfigMap default/b rv=11
 BOOKMARK rv=12 k8s.io/initial-events-end=true
-WATCH-END the server closed the watch; resume from rv=12
+WATCH-END the stream ended (timeout, or a broken connection); resume from rv=12
 ERROR too old resource version: 12 (20)
 RELIST too old resource version: 12 (20)
 BACKOFF 1.235s: connection refused
@@ -64,5 +65,23 @@ func TestPrintJSON(t *testing.T) {
 	want := `{"code":410,"error":"too old","reason":"Expired","resourceVersion":"","step":"RELIST"}` + "\n"
 	if out.String() != want {
 		t.Fatalf("got %s want %s", out.String(), want)
+	}
+}
+
+// TestUsage: bad usage is exit code 2 and one line on stderr, before any
+// kubeconfig is read; nothing on stdout.
+func TestUsage(t *testing.T) {
+	for args, want := range map[string]string{
+		"-o yaml":        `listwatch: -o "yaml": want text or json`,
+		"-nosuchflag":    "flag provided but not defined: -nosuchflag",
+		"-n x configmap": `listwatch: unexpected argument "configmap"`,
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(strings.Fields(args), &stdout, &stderr); code != 2 {
+			t.Errorf("Main(%s) = %d, want 2", args, code)
+		}
+		if stdout.Len() != 0 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("Main(%s): stdout %q, stderr %q, want %q", args, stdout.String(), stderr.String(), want)
+		}
 	}
 }

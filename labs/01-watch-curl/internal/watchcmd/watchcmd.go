@@ -1,11 +1,15 @@
-// The watch command (cmd/watch): curl's watch in Go, one line per event.
+// Package watchcmd is the watch command (cmd/watch): curl's watch in Go, one
+// line per event. cmd/watch/main.go runs Main; the lab's tests run it
+// in-process (lab_test.go). It is the only part of this lab that uses
+// client-go, and only to read the kubeconfig and build an *http.Client with
+// its TLS settings and bearer token; the request and the decoding are
+// package watchapi's, net/http and encoding/json.
 //
 // Upstream twin: `kubectl get --watch` (k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go,
 // GetOptions.watch), which goes through client-go's typed decoding and prints
 // table rows. Left out: all of that; we print the event type, kind, name and
 // resourceVersion straight from the JSON frame.
-
-package watchapi
+package watchcmd
 
 import (
 	"context"
@@ -13,23 +17,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
 )
 
-// Main is the watch command (cmd/watch) with its arguments, returning the exit
-// code. It lives here so the lab's tests can run it in-process.
-func Main(args []string) int {
+// Main is the watch command with its arguments (without the program name).
+// It writes events to stdout and errors to stderr, and returns the exit
+// code: 0 when the server ended the watch or it was interrupted, 1 on an
+// error, 2 on bad usage.
+func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
 	ns := fs.String("n", "default", "namespace")
-	var o Options
+	var o watchapi.Options
 	fs.StringVar(&o.ResourceVersion, "rv", "", "resourceVersion to watch from (empty: the current state first)")
 	fs.BoolVar(&o.AllowWatchBookmarks, "bookmarks", false, "allowWatchBookmarks")
 	fs.IntVar(&o.TimeoutSeconds, "timeout", 0, "timeoutSeconds: the server ends the watch after it")
@@ -47,40 +54,27 @@ func Main(args []string) int {
 		fs.Usage()
 		return 2
 	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "watch: %v\n", err)
+		return 1
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	url := fmt.Sprintf("%s/api/v1/namespaces/%s/%s?%s", strings.TrimSuffix(cfg.Host, "/"), *ns, fs.Arg(0), o.Query())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := watchapi.Open(ctx, client, watchapi.URL(cfg.Host, *ns, fs.Arg(0), o))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-		return 1
+		return fail(err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	// A watch the apiserver refuses up front (bad parameters, no permission)
-	// gets a plain HTTP error with a Status body, not a stream.
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		fmt.Fprintf(os.Stderr, "watch: HTTP %d: %s\n", resp.StatusCode, strings.TrimSpace(string(body)))
-		return 1
-	}
-
-	dec := NewDecoder(resp.Body)
+	defer body.Close()
+	dec := watchapi.NewDecoder(body)
 	for {
 		ev, err := dec.Next()
 		if err == io.EOF {
@@ -90,29 +84,27 @@ func Main(args []string) int {
 			if ctx.Err() != nil {
 				return 0 // interrupted
 			}
-			fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-			return 1
+			return fail(err)
 		}
 		if *output == "json" {
-			fmt.Printf("{\"type\":%q,\"object\":%s}\n", ev.Type, ev.Object)
+			fmt.Fprintf(stdout, "{\"type\":%q,\"object\":%s}\n", ev.Type, ev.Object)
 			continue
 		}
-		if err := printLine(ev); err != nil {
-			fmt.Fprintf(os.Stderr, "watch: %v\n", err)
-			return 1
+		if err := printLine(stdout, ev); err != nil {
+			return fail(err)
 		}
 	}
 }
 
 // printLine prints "TYPE Kind name resourceVersion=N", the bookmark's
 // annotations, or an ERROR's Status.
-func printLine(ev WatchEvent) error {
-	if ev.Type == Error {
+func printLine(out io.Writer, ev watchapi.WatchEvent) error {
+	if ev.Type == watchapi.Error {
 		s, err := ev.Status()
 		if err != nil {
 			return err
 		}
-		fmt.Printf("ERROR %d %s: %s\n", s.Code, s.Reason, s.Message)
+		fmt.Fprintf(out, "ERROR %d %s: %s\n", s.Code, s.Reason, s.Message)
 		return nil
 	}
 	m, err := ev.Meta()
@@ -120,7 +112,7 @@ func printLine(ev WatchEvent) error {
 		return errors.New("an event whose object is not a Kubernetes object: " + err.Error())
 	}
 	line := fmt.Sprintf("%s %s %s resourceVersion=%s", ev.Type, m.Kind, m.Metadata.Name, m.Metadata.ResourceVersion)
-	if ev.Type == Bookmark {
+	if ev.Type == watchapi.Bookmark {
 		line = fmt.Sprintf("%s %s resourceVersion=%s", ev.Type, m.Kind, m.Metadata.ResourceVersion)
 		keys := make([]string, 0, len(m.Metadata.Annotations))
 		for k := range m.Metadata.Annotations {
@@ -131,6 +123,6 @@ func printLine(ev WatchEvent) error {
 			line += " " + k + "=" + m.Metadata.Annotations[k]
 		}
 	}
-	fmt.Println(line)
+	fmt.Fprintln(out, line)
 	return nil
 }

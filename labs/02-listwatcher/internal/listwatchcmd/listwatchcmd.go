@@ -1,8 +1,8 @@
-// Package listwatchcmd is the listwatch command: ../main.go runs it, and the
-// lab's tests run it in-process. listwatch lists a core/v1 resource in a
-// namespace, prints the items, then watches from the list's resourceVersion
-// and prints every event, every rewatch and every relist, one per line,
-// until interrupted.
+// Package listwatchcmd is the listwatch command: cmd/listwatch/main.go runs
+// it, and the lab's tests run it in-process (lab_test.go). listwatch lists a
+// core/v1 resource in a namespace, prints the items, then watches from the
+// list's resourceVersion and prints every event, every rewatch and every
+// relist, one per line, until interrupted.
 //
 //	listwatch --kubeconfig .cluster/kubeconfig -n default
 //	listwatch -n kube-system --resource pods -l component=kube-apiserver
@@ -12,6 +12,11 @@
 // It is the list-then-watch ConfigMap demo, with what the short versions
 // leave out: the watch resumes from the last resourceVersion when it ends,
 // relists on 410 Gone, and backs off when the apiserver is unreachable.
+//
+// Nearest upstream twin: `kubectl get --watch`
+// (k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go, GetOptions.watch), which
+// lists, then watches from the list's resourceVersion, but prints table rows
+// and gives up when the watch ends instead of resuming.
 package listwatchcmd
 
 import (
@@ -35,9 +40,12 @@ import (
 	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 )
 
-// Main runs the command with os.Args and returns its exit code.
-func Main() int {
+// Main runs the command with args (without the program name), writing its
+// output to stdout (or --out) and its errors to stderr, and returns the exit
+// code: 0 after an interrupt, 1 on an error, 2 on bad usage.
+func Main(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("listwatch", flag.ContinueOnError)
+	flags.SetOutput(stderr)
 	kubeconfig := flags.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default $KUBECONFIG, then ~/.kube/config)")
 	namespace := flags.String("namespace", "default", "`namespace` to list and watch (\"\" for all)")
 	flags.StringVar(namespace, "n", "default", "short for --namespace")
@@ -52,33 +60,12 @@ func Main() int {
 	output := flags.String("o", "text", "output: text, or json (one JSON value per line, for `transcript`)")
 	outFile := flags.String("out", "", "write to `file` instead of stdout (each line flushed as it happens)")
 	pause := flags.String("pause-after-list", "", "after each LIST, wait until `file` exists before watching: a gap to make changes in")
-	if err := flags.Parse(os.Args[1:]); err != nil {
+	if err := flags.Parse(args); err != nil {
 		return 2
 	}
-
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "listwatch:", err)
-		return 1
-	}
-	lw, err := listwatcher.New(cfg, *resource, *namespace)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "listwatch:", err)
-		return 1
-	}
-	lw.LabelSelector, lw.FieldSelector = *selector, *fieldSelector
-
-	var out io.Writer = os.Stdout
-	if *outFile != "" {
-		f, err := os.Create(*outFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "listwatch:", err)
-			return 1
-		}
-		defer f.Close()
-		out = f // an *os.File is unbuffered: every line is written as printed
+	if flags.NArg() != 0 {
+		fmt.Fprintf(stderr, "listwatch: unexpected argument %q (the resource is --resource)\n", flags.Arg(0))
+		return 2
 	}
 	var print func(io.Writer, listwatcher.Step)
 	switch *output {
@@ -87,8 +74,33 @@ func Main() int {
 	case "json":
 		print = printJSON
 	default:
-		fmt.Fprintf(os.Stderr, "listwatch: -o %q: want text or json\n", *output)
+		fmt.Fprintf(stderr, "listwatch: -o %q: want text or json\n", *output)
 		return 2
+	}
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "listwatch:", err)
+		return 1
+	}
+	lw, err := listwatcher.New(cfg, *resource, *namespace)
+	if err != nil {
+		fmt.Fprintln(stderr, "listwatch:", err)
+		return 1
+	}
+	lw.LabelSelector, lw.FieldSelector = *selector, *fieldSelector
+
+	out := stdout
+	if *outFile != "" {
+		f, err := os.Create(*outFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "listwatch:", err)
+			return 1
+		}
+		defer f.Close()
+		out = f // an *os.File is unbuffered: every line is written as printed
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -154,7 +166,7 @@ func printText(out io.Writer, s listwatcher.Step) {
 		fmt.Fprintf(out, "%s %s %s rv=%s\n", s.Event.Type, s.Event.Object.GetObjectKind().GroupVersionKind().Kind, name(m), m.GetResourceVersion())
 	case listwatcher.StepWatchEnd:
 		if s.Err == nil {
-			fmt.Fprintf(out, "WATCH-END the server closed the watch; resume from rv=%s\n", s.ResourceVersion)
+			fmt.Fprintf(out, "WATCH-END the stream ended (timeout, or a broken connection); resume from rv=%s\n", s.ResourceVersion)
 		} else {
 			fmt.Fprintf(out, "WATCH-END %v\n", s.Err)
 		}

@@ -1,0 +1,259 @@
+package cacher
+
+// cacheWatcher: one client's watch, fed by the dispatcher.
+//
+// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go,
+// type cacheWatcher (nonblockingAdd, add, nextBookmarkTime,
+// convertToWatchEvent, sendWatchCacheEvent, processInterval, process).
+//
+// Two channels and a goroutine: the dispatcher puts *watchCacheEvent on
+// input (a small buffer, sized by suggestedWatchChannelSize); the
+// watcher's own goroutine takes them off, filters them for this watch's
+// selector and puts watch.Events on result, which the client reads. The
+// filtering runs on the watcher's goroutine, not the dispatcher's, so N
+// watchers filter in parallel and the dispatcher only copies pointers.
+//
+// The objects a watcher delivers are shared with every other watcher (live
+// events carry a cachingObject, initial events the cache's own object):
+// consumers must not modify them. The watcher copies an object only when it
+// changes it: the DELETED made from a selector change.
+//
+// Left out: the graceful drain of a terminated watcher that is owed its
+// initial-events-end bookmark (upstream's cacheWatcherBookmarkReceived
+// state).
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// filterFunc says whether an object (by key, labels, fields) is one this
+// watch selects.
+type filterFunc func(key string, l labels.Set, f fields.Set) bool
+
+type cacheWatcher struct {
+	input  chan *watchCacheEvent
+	result chan watch.Event
+	// done is closed once, by stop; the goroutine then closes result.
+	done     chan struct{}
+	stopOnce sync.Once
+	// forget removes the watcher from the Cacher's maps.
+	forget func()
+
+	filter    filterFunc
+	versioner storage.Versioner
+	newFunc   func() runtime.Object
+
+	// deadline is the watch request's deadline (zero if none): the last
+	// bookmark goes out 2 s before it.
+	deadline            time.Time
+	allowWatchBookmarks bool
+	// nextBookmark is when the dispatcher should offer the next periodic
+	// bookmark (zero: none). Guarded by the Cacher's mutex.
+	nextBookmark time.Time
+
+	// initialEventsEndRV, if non-zero, is the RV of the initial-events-end
+	// bookmark this watcher sends after its initial events.
+	initialEventsEndRV uint64
+}
+
+func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versioner, newFunc func() runtime.Object,
+	deadline time.Time, allowWatchBookmarks bool) *cacheWatcher {
+	return &cacheWatcher{
+		// Both channels hold chanSize events, as upstream: input the
+		// dispatcher's side, result the client's.
+		input:               make(chan *watchCacheEvent, chanSize),
+		result:              make(chan watch.Event, chanSize),
+		done:                make(chan struct{}),
+		filter:              filter,
+		versioner:           versioner,
+		newFunc:             newFunc,
+		deadline:            deadline,
+		allowWatchBookmarks: allowWatchBookmarks,
+	}
+}
+
+// ResultChan implements watch.Interface.
+func (c *cacheWatcher) ResultChan() <-chan watch.Event { return c.result }
+
+// Stop implements watch.Interface: the client is gone.
+func (c *cacheWatcher) Stop() { c.stop() }
+
+// stop removes the watcher from the Cacher and ends its goroutine, which
+// closes result: the client sees a clean end of stream, with no ERROR. It
+// never closes input, so a dispatcher still holding this watcher can send
+// (it selects on done too) without panicking.
+func (c *cacheWatcher) stop() {
+	c.stopOnce.Do(func() {
+		if c.forget != nil {
+			c.forget()
+		}
+		close(c.done)
+	})
+}
+
+// nonblockingAdd offers an event without waiting; false if input is full.
+// A stopped watcher counts as delivered: there is no one to deliver to.
+func (c *cacheWatcher) nonblockingAdd(ev *watchCacheEvent) bool {
+	select {
+	case c.input <- ev:
+		return true
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// add waits until input has room or the timer fires; a watcher still full
+// when the budget ran out is terminated, and add returns false.
+func (c *cacheWatcher) add(ev *watchCacheEvent, timer <-chan time.Time) bool {
+	// Room now? Then no waiting, even if the timer has already fired.
+	if c.nonblockingAdd(ev) {
+		return true
+	}
+	select {
+	case c.input <- ev:
+		return true
+	case <-c.done:
+		return true
+	case <-timer:
+		c.stop()
+		return false
+	}
+}
+
+// nextBookmarkTime: about every bookmarkFrequency, and the last one 2 s
+// before the watch's deadline so the client learns the newest RV just
+// before the server closes the watch. If that moment has already passed,
+// there is no bookmark to schedule.
+func (c *cacheWatcher) nextBookmarkTime(now time.Time, bookmarkFrequency time.Duration) (time.Time, bool) {
+	next := now.Add(bookmarkFrequency)
+	if c.deadline.IsZero() {
+		return next, true
+	}
+	if preDeadline := c.deadline.Add(-2 * time.Second); preDeadline.Before(next) {
+		next = preDeadline
+	}
+	if next.Before(now) {
+		return time.Time{}, false
+	}
+	return next, true
+}
+
+// convertToWatchEvent decides what this watcher sees of an event:
+//
+//	matched before | matches now | client sees
+//	no             | yes         | ADDED
+//	yes            | yes         | MODIFIED
+//	yes            | no          | DELETED (last matching state, new RV)
+//	no             | no          | nothing
+//
+// A DELETED event "matches now" never.
+func (c *cacheWatcher) convertToWatchEvent(ev *watchCacheEvent) (watch.Event, bool) {
+	if ev.Type == watch.Bookmark {
+		if !c.allowWatchBookmarks {
+			return watch.Event{}, false
+		}
+		return watch.Event{Type: watch.Bookmark, Object: ev.Object}, true
+	}
+	cur := ev.Type != watch.Deleted && c.filter(ev.Key, ev.ObjLabels, ev.ObjFields)
+	prev := ev.PrevObject != nil && c.filter(ev.Key, ev.PrevObjLabels, ev.PrevObjFields)
+	switch {
+	case cur && !prev:
+		return watch.Event{Type: watch.Added, Object: ev.Object}, true
+	case cur && prev:
+		return watch.Event{Type: watch.Modified, Object: ev.Object}, true
+	case prev && ev.Type == watch.Deleted:
+		// A real deletion: storage already stamped the object with the
+		// deletion's RV.
+		return watch.Event{Type: watch.Deleted, Object: ev.Object}, true
+	case prev:
+		// The object stopped matching: its previous state, copied so the
+		// shared object keeps its own RV, stamped with this event's RV.
+		old := ev.PrevObject.DeepCopyObject()
+		_ = c.versioner.UpdateObject(old, ev.ResourceVersion)
+		return watch.Event{Type: watch.Deleted, Object: old}, true
+	}
+	return watch.Event{}, false
+}
+
+// send puts an event on result unless the watcher was stopped. Once done is
+// closed, it sends nothing more, so a client never sees an event after a gap.
+func (c *cacheWatcher) send(ev watch.Event) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.result <- ev:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// process is the watcher's goroutine: first the initial events (the ring's
+// events after the watch's RV, or the current objects), then the
+// initial-events-end bookmark if the client asked for one, then live events
+// newer than startRV, the RV the initial events brought it to.
+func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEvent, startRV uint64) {
+	defer close(c.result)
+	defer c.stop()
+	for _, ev := range initEvents {
+		if we, ok := c.convertToWatchEvent(ev); ok && !c.send(we) {
+			return
+		}
+	}
+	if c.initialEventsEndRV != 0 {
+		obj := c.newFunc()
+		_ = c.versioner.UpdateObject(obj, c.initialEventsEndRV)
+		_ = storage.AnnotateInitialEventsEndBookmark(obj)
+		if !c.send(watch.Event{Type: watch.Bookmark, Object: obj}) {
+			return
+		}
+	}
+	for {
+		select {
+		case ev := <-c.input:
+			if ev.ResourceVersion <= startRV {
+				// Already part of the initial events.
+				continue
+			}
+			if we, ok := c.convertToWatchEvent(ev); ok && !c.send(we) {
+				return
+			}
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// errWatcher is a watch that is one ERROR event and then closed: the answer
+// to a watch from a resourceVersion the cache no longer has (upstream:
+// errWatcher in cacher.go).
+type errWatcher struct{ result chan watch.Event }
+
+func newErrWatcher(status runtime.Object) *errWatcher {
+	w := &errWatcher{result: make(chan watch.Event, 1)}
+	w.result <- watch.Event{Type: watch.Error, Object: status}
+	close(w.result)
+	return w
+}
+
+func (w *errWatcher) ResultChan() <-chan watch.Event { return w.result }
+func (w *errWatcher) Stop()                          {}
+
+// bookmarkFrequency: periodic bookmarks about once a minute (upstream
+// defaultBookmarkFrequency).
+const bookmarkFrequency = time.Minute

@@ -1,0 +1,539 @@
+// Package cacher serves watches and lists of one resource from memory,
+// in front of a storage.Interface over etcd.
+//
+// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go,
+// type Cacher (Config, NewCacherFromConfig, Watch, Get, GetList, Stop), and
+// delegator.go, type CacheDelegator, which upstream puts in front of the
+// Cacher to send writes and some reads to etcd: here the Cacher is its own
+// delegator, so it implements storage.Interface by itself.
+//
+// The files, in the order data flows:
+//
+//	reflector.go      list etcd once, then watch it (one etcd watch per resource)
+//	watch_cache.go    the current objects, a ring of recent events, the current RV
+//	dispatch.go       one goroutine fans each event out to the watchers
+//	time_budget.go    how long dispatch may wait for slow watchers
+//	caching_object.go one encoding of an event, shared by its watchers
+//	cache_watcher.go  one client's watch: input -> filter -> result
+//	consistent_read.go  a LIST with RV "" served from the cache, or from etcd
+//	metrics.go        counters that show what happened
+//
+// What upstream does that this package leaves out is listed in each file.
+// Across all of them: no feature gates (consistent lists are always served
+// from the cache, as with ConsistentListFromCache, GA and locked on since
+// 1.34; sendInitialEvents is always accepted), no tracing, no Prometheus
+// registration (Metrics returns the numbers; the miniapiserver will export
+// them), no snapshots for exact-RV and paginated lists (those go to etcd;
+// upstream's ListFromCacheSnapshot, beta and on by default since 1.34,
+// serves them from memory), and no namespace/name scoping of watchers.
+package cacher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// DefaultEventFreshDuration is the history the event ring keeps at
+	// least: the bookmark frequency (1 min) plus 15 s, so that a client
+	// reconnecting with the RV of its last bookmark usually finds it in the
+	// ring (upstream: the same constant in cacher.go).
+	DefaultEventFreshDuration = bookmarkFrequency + 15*time.Second
+
+	// incomingBufferSize is the queue between the watchCache and the
+	// dispatcher (upstream: make(chan watchCacheEvent, 100)).
+	incomingBufferSize = 100
+)
+
+// Config configures a Cacher. Its fields follow upstream's cacher.Config;
+// the ones this lab does not need are absent.
+type Config struct {
+	// Storage is the storage the Cacher lists and watches, and to which it
+	// sends writes. Required.
+	Storage storage.Interface
+	// Versioner reads and writes resourceVersions. Default
+	// storage.APIObjectVersioner{}.
+	Versioner storage.Versioner
+	// GroupResource names the resource in errors.
+	GroupResource schema.GroupResource
+	// ResourcePrefix is the resource's key prefix, e.g. "/pods". Required.
+	ResourcePrefix string
+	// KeyFunc returns an object's key, e.g. "/pods/default/web-1". Required.
+	KeyFunc func(runtime.Object) (string, error)
+	// GetAttrsFunc returns the labels and fields selectors match. Required.
+	GetAttrsFunc func(runtime.Object) (labels.Set, fields.Set, error)
+	// IndexerFuncs names at most one trigger field and how to read it from
+	// an object, e.g. {"spec.nodeName": podNodeName}. A watch whose field
+	// selector requires an exact value of that field is offered only events
+	// of objects with that value. Optional.
+	IndexerFuncs storage.IndexerFuncs
+	// NewFunc and NewListFunc make empty objects and lists. Required.
+	NewFunc     func() runtime.Object
+	NewListFunc func() runtime.Object
+	// EventsHistoryWindow is the least history the ring keeps; it must not
+	// be below DefaultEventFreshDuration (the default).
+	EventsHistoryWindow time.Duration
+	// Clock drives the time budget, bookmarks, ring sizing and waits.
+	// Default: the real clock. Tests pass a fake one.
+	Clock clock.WithTicker
+}
+
+// Cacher implements storage.Interface: watches and most lists from memory,
+// writes and the rest to Config.Storage.
+type Cacher struct {
+	storage        storage.Interface
+	versioner      storage.Versioner
+	groupResource  schema.GroupResource
+	resourcePrefix string
+	keyFunc        func(runtime.Object) (string, error)
+	newFunc        func() runtime.Object
+	newListFunc    func() runtime.Object
+	clock          clock.WithTicker
+
+	// triggerName/triggerFunc: the one trigger index, if configured.
+	triggerName string
+	triggerFunc func(runtime.Object) string
+
+	watchCache *watchCache
+	incoming   chan *watchCacheEvent
+
+	// mu guards watchers, watcherIdx, and each watcher's nextBookmark.
+	mu         sync.Mutex
+	watchers   watcherSet
+	watcherIdx int
+
+	// Owned by the dispatcher goroutine: reused between events.
+	watchersBuffer        []*cacheWatcher
+	blockedWatchers       []*cacheWatcher
+	dispatchTimeoutBudget *timeBudget
+
+	metrics metrics
+
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// watcherSet is every registered watcher, by how it is indexed.
+type watcherSet struct {
+	all      map[int]*cacheWatcher            // watchers offered every event
+	byValue  map[string]map[int]*cacheWatcher // trigger value -> watchers
+	bookmark map[int]*cacheWatcher            // watchers that asked for bookmarks
+}
+
+var _ storage.Interface = (*Cacher)(nil)
+
+// NewCacherFromConfig starts a Cacher: its reflector lists and watches
+// Config.Storage, and its dispatcher serves watchers. Stop it with Stop.
+func NewCacherFromConfig(config Config) (*Cacher, error) {
+	if config.Storage == nil || config.KeyFunc == nil || config.GetAttrsFunc == nil ||
+		config.NewFunc == nil || config.NewListFunc == nil || config.ResourcePrefix == "" {
+		return nil, errors.New("cacher: Storage, ResourcePrefix, KeyFunc, GetAttrsFunc, NewFunc and NewListFunc are required")
+	}
+	window := config.EventsHistoryWindow
+	if window == 0 {
+		window = DefaultEventFreshDuration
+	}
+	if window < DefaultEventFreshDuration {
+		return nil, fmt.Errorf("cacher: EventsHistoryWindow (%v) must not be below %v", window, DefaultEventFreshDuration)
+	}
+	if len(config.IndexerFuncs) > 1 {
+		return nil, errors.New("cacher: at most one IndexerFunc (trigger) is supported")
+	}
+	if config.Versioner == nil {
+		config.Versioner = storage.APIObjectVersioner{}
+	}
+	if config.Clock == nil {
+		config.Clock = clock.RealClock{}
+	}
+	c := &Cacher{
+		storage:               config.Storage,
+		versioner:             config.Versioner,
+		groupResource:         config.GroupResource,
+		resourcePrefix:        config.ResourcePrefix,
+		keyFunc:               config.KeyFunc,
+		newFunc:               config.NewFunc,
+		newListFunc:           config.NewListFunc,
+		clock:                 config.Clock,
+		incoming:              make(chan *watchCacheEvent, incomingBufferSize),
+		dispatchTimeoutBudget: newTimeBudget(config.Clock),
+		watchers: watcherSet{
+			all:      map[int]*cacheWatcher{},
+			byValue:  map[string]map[int]*cacheWatcher{},
+			bookmark: map[int]*cacheWatcher{},
+		},
+		stopCh: make(chan struct{}),
+	}
+	for name, f := range config.IndexerFuncs {
+		c.triggerName, c.triggerFunc = name, f
+	}
+	c.watchCache = newWatchCache(config.KeyFunc, config.GetAttrsFunc, config.Versioner, config.Clock, window,
+		func(ev *watchCacheEvent) {
+			select {
+			case c.incoming <- ev:
+			case <-c.stopCh:
+			}
+		})
+	// A relist ends every watcher, while the watchCache is write-locked, so
+	// no watcher can straddle two generations of the cache.
+	c.watchCache.onReplace = c.terminateAllWatchers
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(2)
+	go c.runReflector(ctx)
+	go c.dispatchEvents(c.clock.NewTicker(bookmarkTick))
+	return c, nil
+}
+
+// Stop ends the reflector, the dispatcher and every watcher, and waits for
+// their goroutines.
+func (c *Cacher) Stop() {
+	c.stopOnce.Do(func() {
+		close(c.stopCh)
+		c.cancel()
+		c.wg.Wait()
+		c.terminateAllWatchers()
+	})
+}
+
+// Ready reports whether the first list has been loaded.
+func (c *Cacher) Ready() bool {
+	select {
+	case <-c.watchCache.initialized:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitReady waits for the first list (upstream: ready.wait; 503 if the
+// request gives up first).
+func (c *Cacher) waitReady(ctx context.Context) error {
+	select {
+	case <-c.watchCache.initialized:
+		return nil
+	case <-ctx.Done():
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("the %s cache is not initialized yet", c.groupResource))
+	case <-c.stopCh:
+		return apierrors.NewServiceUnavailable("the cacher is stopped")
+	}
+}
+
+// terminateAllWatchers ends every watcher's stream cleanly.
+func (c *Cacher) terminateAllWatchers() {
+	c.mu.Lock()
+	var all []*cacheWatcher
+	for _, w := range c.watchers.all {
+		all = append(all, w)
+	}
+	for _, ws := range c.watchers.byValue {
+		for _, w := range ws {
+			all = append(all, w)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range all {
+		w.stop()
+	}
+}
+
+// Watch serves a watch from the cache. Every watch is served here; none
+// goes to etcd.
+//
+//   - RV "" or "0" (no sendInitialEvents): the current objects as ADDED,
+//     then changes;
+//   - RV N: the ring's events after N, then changes; 410 Expired as a
+//     single ERROR event if the ring no longer reaches back to N;
+//   - sendInitialEvents=true (a streaming list): the current objects as
+//     ADDED (for RV "", after the cache caught up with etcd's current
+//     revision), then a BOOKMARK annotated
+//     k8s.io/initial-events-end: "true", then changes.
+func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
+	if err != nil {
+		return nil, err
+	}
+	requestedRV, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	pred := opts.Predicate
+	sendInitialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+
+	triggerValue, triggerUsed := "", false
+	if c.triggerFunc != nil && pred.Field != nil {
+		triggerValue, triggerUsed = pred.Field.RequiresExactMatch(c.triggerName)
+	}
+	chanSize := c.watchCache.suggestedWatchChannelSize(c.triggerFunc != nil, triggerUsed)
+	deadline, _ := ctx.Deadline()
+	watcher := newCacheWatcher(chanSize, filterFor(preparedKey, opts.Recursive, pred), c.versioner, c.newFunc,
+		deadline, pred.AllowWatchBookmarks)
+
+	// Which RV the initial events start from. A streaming list with RV ""
+	// must reflect etcd's current state: wait until the cache has it.
+	sinceRV := requestedRV
+	if sendInitialEvents {
+		sinceRV = 0
+		if opts.ResourceVersion == "" {
+			currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.watchCache.waitUntilFreshAndRLock(ctx, currentRV, c.requestProgress(ctx)); err != nil {
+				return newErrWatcher(statusFor(err)), nil
+			}
+			c.watchCache.mu.RUnlock()
+		}
+	}
+
+	c.watchCache.mu.RLock()
+	defer c.watchCache.mu.RUnlock()
+	initEvents, err := c.watchCache.getAllEventsSinceLocked(sinceRV)
+	if err != nil {
+		return newErrWatcher(statusFor(err)), nil
+	}
+	// Live events must be newer than everything the initial events cover.
+	startRV := max(requestedRV, c.watchCache.resourceVersion)
+	if sendInitialEvents && pred.AllowWatchBookmarks {
+		watcher.initialEventsEndRV = c.watchCache.resourceVersion
+	}
+
+	c.mu.Lock()
+	id := c.watcherIdx
+	c.watcherIdx++
+	if triggerUsed {
+		if c.watchers.byValue[triggerValue] == nil {
+			c.watchers.byValue[triggerValue] = map[int]*cacheWatcher{}
+		}
+		c.watchers.byValue[triggerValue][id] = watcher
+	} else {
+		c.watchers.all[id] = watcher
+	}
+	if watcher.allowWatchBookmarks {
+		if next, ok := watcher.nextBookmarkTime(c.clock.Now(), bookmarkFrequency); ok {
+			watcher.nextBookmark = next
+		}
+		c.watchers.bookmark[id] = watcher
+	}
+	watcher.forget = func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.watchers.all, id)
+		delete(c.watchers.bookmark, id)
+		if ws := c.watchers.byValue[triggerValue]; ws != nil {
+			delete(ws, id)
+			if len(ws) == 0 {
+				delete(c.watchers.byValue, triggerValue)
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	go watcher.process(ctx, initEvents, startRV)
+	return watcher, nil
+}
+
+// filterFor is the watcher's and the list's test: the key is under the
+// requested key (or is it, for a single object), and the selectors match.
+func filterFor(key string, recursive bool, pred storage.SelectionPredicate) filterFunc {
+	return func(objKey string, l labels.Set, f fields.Set) bool {
+		if recursive {
+			if !strings.HasPrefix(objKey, key) {
+				return false
+			}
+		} else if objKey != key {
+			return false
+		}
+		if pred.Empty() {
+			return true
+		}
+		return pred.MatchesObjectAttributes(l, f)
+	}
+}
+
+// statusFor turns an error into the Status an ERROR event carries.
+func statusFor(err error) runtime.Object {
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		s := apiStatus.Status()
+		return &s
+	}
+	if storage.IsTooLargeResourceVersion(err) {
+		return &apierrors.NewTimeoutError(err.Error(), 1).ErrStatus
+	}
+	return &apierrors.NewInternalError(err).ErrStatus
+}
+
+// Get serves RV "" (the newest) from etcd, as upstream does, and other RVs
+// from the cache once it is at least that fresh.
+func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
+	if opts.ResourceVersion == "" {
+		return c.storage.Get(ctx, key, opts, objPtr)
+	}
+	rv, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, false)
+	if err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, nil); err != nil {
+		return err
+	}
+	defer c.watchCache.mu.RUnlock()
+	elem, ok := c.watchCache.store[preparedKey]
+	if !ok {
+		if opts.IgnoreNotFound {
+			return runtime.SetZeroValue(objPtr)
+		}
+		return storage.NewKeyNotFoundError(key, int64(c.watchCache.resourceVersion))
+	}
+	return copyInto(elem.Object, objPtr)
+}
+
+func copyInto(src, dst runtime.Object) error {
+	sv, dv := reflect.ValueOf(src), reflect.ValueOf(dst)
+	if sv.Type() != dv.Type() {
+		return fmt.Errorf("cacher: cannot copy %T into %T", src, dst)
+	}
+	dv.Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
+	return nil
+}
+
+// GetList serves a list from the cache when it can (see consistent_read.go
+// for RV ""), and from etcd when the cache cannot answer it: an exact RV, a
+// continue token, or a limit with any RV but "0". Those need etcd's MVCC
+// history or a paginated answer; upstream serves many of them from B-tree
+// snapshots of the cache (store/store_btree.go), we keep no snapshots.
+// A limit with RV "0" is ignored and the whole list served from memory, as
+// upstream does (computeListLimit in cacher.go).
+func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	if _, _, err := storage.ValidateListOptions(c.resourcePrefix, c.versioner, opts); err != nil {
+		return err
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || opts.Predicate.Continue != "" ||
+		(opts.Predicate.Limit > 0 && opts.ResourceVersion != "0") {
+		c.metrics.listsFromStorage.Add(1)
+		return c.storage.GetList(ctx, key, opts, listObj)
+	}
+	if opts.ResourceVersion == "" {
+		return c.consistentList(ctx, key, opts, listObj)
+	}
+	rv, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	return c.listFromCache(ctx, key, opts, rv, nil, listObj)
+}
+
+// listFromCache waits until the cache is at least at rv and lists from it,
+// whole (a list with a limit only comes here with RV "0").
+func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, onWait func(), listObj runtime.Object) error {
+	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
+	if err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return err
+	}
+	listPtr, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return err
+	}
+	listVal, err := conversion.EnforcePtr(listPtr)
+	if err != nil || listVal.Kind() != reflect.Slice {
+		return fmt.Errorf("need a pointer to slice, got %T", listPtr)
+	}
+	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, onWait); err != nil {
+		return err
+	}
+	filter := filterFor(preparedKey, opts.Recursive, opts.Predicate)
+	var selected []runtime.Object
+	for _, e := range c.watchCache.listLocked() {
+		if filter(e.Key, e.Labels, e.Fields) {
+			selected = append(selected, e.Object)
+		}
+	}
+	cacheRV := c.watchCache.resourceVersion
+	c.watchCache.mu.RUnlock()
+	listVal.Set(reflect.MakeSlice(listVal.Type(), 0, len(selected)))
+	for _, obj := range selected {
+		listVal.Set(reflect.Append(listVal, reflect.ValueOf(obj.DeepCopyObject()).Elem()))
+	}
+	c.metrics.listsFromCache.Add(1)
+	return c.versioner.UpdateList(listObj, cacheRV, "", nil)
+}
+
+// Versioner returns the storage's versioner.
+func (c *Cacher) Versioner() storage.Versioner { return c.versioner }
+
+// Create goes to storage; the change reaches the cache through its watch.
+func (c *Cacher) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	return c.storage.Create(ctx, key, obj, out, ttl)
+}
+
+// Delete goes to storage.
+func (c *Cacher) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc, cachedExistingObject runtime.Object, opts storage.DeleteOptions) error {
+	return c.storage.Delete(ctx, key, out, preconditions, validateDeletion, cachedExistingObject, opts)
+}
+
+// GuaranteedUpdate goes to storage.
+func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool,
+	preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cachedExistingObject runtime.Object) error {
+	return c.storage.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cachedExistingObject)
+}
+
+// Stats goes to storage.
+func (c *Cacher) Stats(ctx context.Context) (storage.Stats, error) { return c.storage.Stats(ctx) }
+
+// ReadinessCheck fails until the first list is loaded.
+func (c *Cacher) ReadinessCheck() error {
+	if !c.Ready() {
+		return fmt.Errorf("the %s cache is not ready", c.groupResource)
+	}
+	return nil
+}
+
+// RequestWatchProgress goes to storage.
+func (c *Cacher) RequestWatchProgress(ctx context.Context) error {
+	return c.storage.RequestWatchProgress(ctx)
+}
+
+// GetCurrentResourceVersion goes to storage (etcd's current revision).
+func (c *Cacher) GetCurrentResourceVersion(ctx context.Context) (uint64, error) {
+	return c.storage.GetCurrentResourceVersion(ctx)
+}
+
+// EnableResourceSizeEstimation goes to storage.
+func (c *Cacher) EnableResourceSizeEstimation(f storage.KeysFunc) error {
+	return c.storage.EnableResourceSizeEstimation(f)
+}
+
+// CompactRevision goes to storage.
+func (c *Cacher) CompactRevision() int64 { return c.storage.CompactRevision() }

@@ -1,0 +1,413 @@
+package cacher
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
+)
+
+func everything() storage.SelectionPredicate { return labtest.Predicate(nil, nil) }
+
+func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	start := e.create(t, "ns", "a", "", map[string]string{"app": "web"})
+
+	sel := labtest.Predicate(labels.SelectorFromSet(labels.Set{"app": "web"}), nil)
+	w, err := e.cacher.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: start.ResourceVersion, Recursive: true, Predicate: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	all, err := e.cacher.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: everything()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Stop()
+
+	e.create(t, "ns", "b", "", map[string]string{"app": "db"})
+	m := e.update(t, "ns", "a", func(p *v1.Pod) { p.Labels["v"] = "2" })
+	relabeled := e.update(t, "ns", "a", func(p *v1.Pod) { p.Labels["app"] = "db" })
+	d := e.delete(t, "ns", "b")
+
+	// The selector watcher: only a, and the relabel arrives as DELETED with
+	// a's last matching state at the relabel's RV.
+	want := []string{"MODIFIED a " + m.ResourceVersion, "DELETED a " + relabeled.ResourceVersion}
+	for _, wantEv := range want {
+		ev := next(t, w)
+		if got := describe(ev); got != wantEv {
+			t.Errorf("selector watch: %s, want %s", got, wantEv)
+		}
+		if ev.Type == watch.Deleted && podOf(ev).Labels["app"] != "web" {
+			t.Errorf("DELETED carries labels %v, want the last matching state", podOf(ev).Labels)
+		}
+	}
+	// RV "0": the current state as ADDED, then everything.
+	wantAll := []string{"ADDED a " + start.ResourceVersion, "ADDED b", "MODIFIED a " + m.ResourceVersion,
+		"MODIFIED a " + relabeled.ResourceVersion, "DELETED b " + d.ResourceVersion}
+	for _, wantEv := range wantAll {
+		got := describe(next(t, all))
+		if got != wantEv && !(wantEv == "ADDED b" && len(got) > 7 && got[:7] == "ADDED b") {
+			t.Errorf("RV 0 watch: %s, want %s", got, wantEv)
+		}
+	}
+	if n := e.store.Opened.Load(); n != 1 {
+		t.Errorf("%d storage watches opened, want 1", n)
+	}
+}
+
+func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	node1 := labtest.Predicate(nil, fields.OneTermEqualSelector("spec.nodeName", "node-1"))
+	w, err := e.cacher.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: node1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cw := w.(*cacheWatcher)
+	if cap(cw.input) != 10 {
+		t.Errorf("a trigger watcher's input holds %d, want 10", cap(cw.input))
+	}
+	e.cacher.mu.Lock()
+	indexed := len(e.cacher.watchers.byValue["node-1"])
+	e.cacher.mu.Unlock()
+	if indexed != 1 {
+		t.Fatalf("watcher not indexed under node-1")
+	}
+	// Pods on node-2 are not even offered to it: its input stays empty.
+	for i := range 20 {
+		e.create(t, "ns", fmt.Sprint("other-", i), "node-2", nil)
+	}
+	mine := e.create(t, "ns", "mine", "node-1", nil)
+	if got := describe(next(t, w)); got != "ADDED mine "+mine.ResourceVersion {
+		t.Errorf("got %s", got)
+	}
+	// Moving it to another node: the old node's watcher is offered the
+	// change (by the previous value) and sees DELETED.
+	moved := e.update(t, "ns", "mine", func(p *v1.Pod) { p.Spec.NodeName = "node-3" })
+	if got := describe(next(t, w)); got != "DELETED mine "+moved.ResourceVersion {
+		t.Errorf("got %s", got)
+	}
+	if got := e.cacher.Metrics().EventsDispatched; got != 22 {
+		t.Errorf("dispatched %d events, want 22", got)
+	}
+}
+
+func TestWatchFromACompactedRingIs410(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	first := e.create(t, "ns", "a", "", nil)
+	for i := range 3 {
+		e.update(t, "ns", "a", func(p *v1.Pod) { p.Labels = map[string]string{"i": fmt.Sprint(i)} })
+	}
+	// Force the ring to have dropped the events (as a full ring would).
+	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 4 })
+	e.cacher.watchCache.mu.Lock()
+	e.cacher.watchCache.startIndex = e.cacher.watchCache.endIndex - 1
+	e.cacher.watchCache.removedEventSinceRelist = true
+	e.cacher.watchCache.mu.Unlock()
+
+	w, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: first.ResourceVersion, Recursive: true, Predicate: everything()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	status, _ := ev.Object.(*metav1.Status)
+	if ev.Type != watch.Error || status == nil || status.Code != 410 || status.Reason != metav1.StatusReasonExpired {
+		t.Fatalf("got %s, want ERROR 410 Expired", describe(ev))
+	}
+	if _, open := <-w.ResultChan(); open {
+		t.Error("more than one event after 410")
+	}
+}
+
+func TestStreamingListThenInitialEventsEndBookmark(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	a := e.create(t, "ns", "a", "", nil)
+	b := e.create(t, "ns", "b", "", nil)
+	yes := true
+	pred := everything()
+	pred.AllowWatchBookmarks = true
+	w, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{Recursive: true, Predicate: pred, SendInitialEvents: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := describe(next(t, w)); got != "ADDED a "+a.ResourceVersion {
+		t.Errorf("got %s", got)
+	}
+	if got := describe(next(t, w)); got != "ADDED b "+b.ResourceVersion {
+		t.Errorf("got %s", got)
+	}
+	ev := next(t, w)
+	p := podOf(ev)
+	if ev.Type != watch.Bookmark || p == nil || p.Annotations[metav1.InitialEventsAnnotationKey] != "true" || rvOf(p) < rvOf(b) {
+		t.Fatalf("got %s %v, want BOOKMARK with %s", describe(ev), p, metav1.InitialEventsAnnotationKey)
+	}
+	c := e.create(t, "ns", "c", "", nil)
+	if got := describe(next(t, w)); got != "ADDED c "+c.ResourceVersion {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestConsistentListFromCacheAfterProgressNotify(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	e.create(t, "ns", "a", "", nil)
+	// Move etcd's revision with a write to another resource: no event
+	// reaches this cache, only a progress notification can tell it that
+	// it is current.
+	other := newPodEnv(t, clock.RealClock{})
+	other.create(t, "ns", "x", "", nil)
+	etcdRV, _ := e.store.GetCurrentResourceVersion(ctx)
+
+	list := &v1.PodList{}
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{Recursive: true, Predicate: everything()}, list); err != nil {
+		t.Fatal(err)
+	}
+	m := e.cacher.Metrics()
+	if m.ConsistentReadsFromCache != 1 || m.ConsistentReadsFallback != 0 || m.ProgressRequests == 0 {
+		t.Errorf("metrics %+v: want one consistent read from cache, after progress requests", m)
+	}
+	listRV, _ := strconv.ParseUint(list.ResourceVersion, 10, 64)
+	if len(list.Items) != 1 || listRV < etcdRV {
+		t.Errorf("list: %d items at RV %s, want 1 at >= %d", len(list.Items), list.ResourceVersion, etcdRV)
+	}
+}
+
+// noProgressStorage never delivers progress: RequestWatchProgress does
+// nothing. A fake for one layer, named as such.
+type noProgressStorage struct{ storage.Interface }
+
+func (noProgressStorage) RequestWatchProgress(context.Context) error { return nil }
+
+func TestConsistentListFallsBackToEtcdAfterTheBound(t *testing.T) {
+	checkLeaks(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newPodEnv(t, clock.RealClock{})
+	// A second cacher over the same etcd store, but deaf to progress
+	// requests and on fake time.
+	c, err := NewCacherFromConfig(PodConfig(noProgressStorage{e.etcdPods}, e.prefix, clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	waitFor(t, "ready", c.Ready)
+	other := newPodEnv(t, clock.RealClock{})
+	other.create(t, "ns", "x", "", nil)
+
+	done := make(chan error, 1)
+	list := &v1.PodList{}
+	go func() {
+		done <- c.GetList(context.Background(), e.prefix, storage.ListOptions{Recursive: true, Predicate: everything()}, list)
+	}()
+	// The list waits for the cache; 3 s of (fake) time later it gives up
+	// and asks etcd.
+	waitFor(t, "list waiting", func() bool { return c.Metrics().ProgressRequests > 0 })
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := c.Metrics()
+			if m.ConsistentReadsFallback != 1 || m.ConsistentReadsFromCache != 0 {
+				t.Errorf("metrics %+v, want one fallback", m)
+			}
+			return
+		default:
+		}
+		if i > 100 {
+			t.Fatal("the list never fell back")
+		}
+		// The waiting list sleeps on a 100 ms timer of the fake clock (the
+		// clock's other waiter is the dispatcher's bookmark ticker). Once
+		// it does, move time: it wakes, asks etcd for progress again (and
+		// gets none from this storage), and after 3 s gives up.
+		waitFor(t, "the list waiting on its timer", func() bool { return clk.Waiters() == 2 || len(done) > 0 })
+		if len(done) == 0 {
+			clk.Step(100 * time.Millisecond)
+		}
+	}
+}
+
+func TestBookmarksPeriodicAndBeforeDeadline(t *testing.T) {
+	checkLeaks(t)
+	start := time.Now()
+	clk := testingclock.NewFakeClock(start)
+	e := newPodEnv(t, clk)
+	p := e.create(t, "ns", "a", "", nil)
+	waitFor(t, "event dispatched", func() bool { return e.cacher.Metrics().EventsDispatched == 1 })
+
+	pred := everything()
+	pred.AllowWatchBookmarks = true
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(90*time.Second))
+	defer cancel()
+	w, err := e.cacher.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A watcher whose pre-deadline moment (deadline - 2 s) has passed gets
+	// no bookmark at all.
+	late, lateCancel := context.WithDeadline(context.Background(), start.Add(time.Second))
+	defer lateCancel()
+	wl, err := e.cacher.Watch(late, e.prefix, storage.ListOptions{ResourceVersion: p.ResourceVersion, Recursive: true, Predicate: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wl.Stop()
+	// A control watcher without a deadline: its periodic bookmarks show
+	// when the dispatcher has handled a tick.
+	control, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: p.ResourceVersion, Recursive: true, Predicate: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Stop()
+	next(t, w) // ADDED a
+	// A bookmark carries news only if its RV is newer than the watch's
+	// start (cache_watcher.go, process): make one.
+	p = e.create(t, "ns", "b", "", nil)
+	next(t, w)       // ADDED b
+	next(t, wl)      // ADDED b
+	next(t, control) // ADDED b
+
+	bookmarkAt := func(step time.Duration) {
+		t.Helper()
+		clk.Step(step)
+		ev := next(t, w)
+		if ev.Type != watch.Bookmark || podOf(ev).ResourceVersion != p.ResourceVersion {
+			t.Fatalf("after %v: %s, want BOOKMARK at %s", clk.Since(start), describe(ev), p.ResourceVersion)
+		}
+	}
+	bookmarkAt(61 * time.Second) // the periodic one, a minute after the watch started
+	if ev := next(t, control); ev.Type != watch.Bookmark {
+		t.Fatalf("control: %s", describe(ev))
+	}
+	bookmarkAt(27 * time.Second) // at 88 s: 2 s before the 90 s deadline
+	// At 148 s the control watcher is due again; the deadline watcher is
+	// not, ever again, and the late one never was.
+	sent := e.cacher.Metrics().BookmarksSent
+	clk.Step(time.Minute)
+	if ev := next(t, control); ev.Type != watch.Bookmark {
+		t.Fatalf("control: %s", describe(ev))
+	}
+	if got := e.cacher.Metrics().BookmarksSent; got != sent+1 {
+		t.Errorf("%d bookmarks at 148 s, want only the control watcher's", got-sent)
+	}
+	for name, watcher := range map[string]watch.Interface{"deadline": w, "late": wl} {
+		select {
+		case ev := <-watcher.ResultChan():
+			t.Errorf("the %s watcher got %s", name, describe(ev))
+		default:
+		}
+	}
+}
+
+func TestProgressNotifyAdvancesRVButReachesNoClient(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	p := e.create(t, "ns", "a", "", nil)
+	pred := everything()
+	pred.AllowWatchBookmarks = true
+	w, err := e.cacher.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: p.ResourceVersion, Recursive: true, Predicate: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	other := newPodEnv(t, clock.RealClock{})
+	x := other.create(t, "ns", "x", "", nil)
+	waitFor(t, "cache RV moved by progress notify", func() bool {
+		_ = e.cacher.RequestWatchProgress(ctx)
+		return e.cacher.Metrics().ResourceVersion >= rvOf(x)
+	})
+	select {
+	case ev := <-w.ResultChan():
+		t.Errorf("a progress notification reached the client: %s", describe(ev))
+	default:
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	_, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: "abc", Recursive: true, Predicate: everything()})
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("RV abc: %v, want 400", err)
+	}
+	if _, err := e.cacher.Watch(context.Background(), "/secrets", storage.ListOptions{Recursive: true, Predicate: everything()}); err == nil {
+		t.Error("a key outside the resource was accepted")
+	}
+	if _, err := NewCacherFromConfig(Config{}); err == nil {
+		t.Error("an empty Config was accepted")
+	}
+	cfg := PodConfig(e.store, e.prefix, nil)
+	cfg.EventsHistoryWindow = time.Minute
+	if _, err := NewCacherFromConfig(cfg); err == nil {
+		t.Error("a history window below 75s was accepted")
+	}
+}
+
+func TestListRouting(t *testing.T) {
+	checkLeaks(t)
+	e := newPodEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	for i := range 3 {
+		e.create(t, "ns", fmt.Sprint("p", i), "", nil)
+	}
+	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 3 })
+	limited := everything()
+	limited.Limit = 2
+	// RV "0" with a limit: from memory, whole, as upstream (computeListLimit).
+	list := &v1.PodList{}
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 3 || list.Continue != "" || e.cacher.Metrics().ListsFromCache != 1 {
+		t.Errorf("RV 0 limit 2: %d items, continue %q, metrics %+v", len(list.Items), list.Continue, e.cacher.Metrics())
+	}
+	// RV "" with a limit: a page from etcd, with a continue token, which
+	// continues from etcd too.
+	list = &v1.PodList{}
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 || list.Continue == "" {
+		t.Fatalf("RV \"\" limit 2: %d items, continue %q", len(list.Items), list.Continue)
+	}
+	limited.Continue = list.Continue
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{Recursive: true, Predicate: limited}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "p2" || e.cacher.Metrics().ListsFromStorage != 2 {
+		t.Errorf("continue: %d items, metrics %+v", len(list.Items), e.cacher.Metrics())
+	}
+	// Get with RV "0" from memory; RV "" from etcd.
+	p := &v1.Pod{}
+	if err := e.cacher.Get(ctx, e.key("ns", "p1"), storage.GetOptions{ResourceVersion: "0"}, p); err != nil || p.Name != "p1" {
+		t.Errorf("get RV 0: %v %s", err, p.Name)
+	}
+	if err := e.cacher.Get(ctx, e.key("ns", "nope"), storage.GetOptions{ResourceVersion: "0"}, p); !storage.IsNotFound(err) {
+		t.Errorf("get missing: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package cacher
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
+)
+
+// A watchCache on a fake clock with a fake event handler (it drops events):
+// a unit test of the ring alone, no etcd.
+func newTestWatchCache(clk *testingclock.FakeClock) *watchCache {
+	w := newWatchCache(podKey, labtest.ObjectAttrs, storage.APIObjectVersioner{}, clk, DefaultEventFreshDuration,
+		func(*watchCacheEvent) {})
+	if err := w.Replace(nil, 1); err != nil {
+		panic(err)
+	}
+	return w
+}
+
+func podKey(obj runtime.Object) (string, error) {
+	p := obj.(*v1.Pod)
+	return "/pods/" + p.Namespace + "/" + p.Name, nil
+}
+
+func addPod(t *testing.T, w *watchCache, rv int) {
+	t.Helper()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", rv%7), ResourceVersion: fmt.Sprint(rv)}}
+	if err := w.processEvent(watch.Event{Type: watch.Modified, Object: p}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRingGrowsToKeepTheHistoryWindow(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newTestWatchCache(clk)
+	rv := 1
+	// 100 events in one second fill the 100-event ring; the 101st finds
+	// the oldest event only 1 s old, younger than 75 s: the ring doubles.
+	for range 101 {
+		rv++
+		addPod(t, w, rv)
+		clk.Step(10 * time.Millisecond)
+	}
+	if w.capacity != 200 || w.removedEventSinceRelist {
+		t.Fatalf("capacity %d (removed %v), want 200 and nothing dropped", w.capacity, w.removedEventSinceRelist)
+	}
+	// It keeps doubling under a steady burst, up to 102,400 and no further.
+	for w.capacity < upperBoundCapacity || !w.isCacheFullLocked() {
+		rv++
+		addPod(t, w, rv)
+	}
+	rv++
+	addPod(t, w, rv)
+	if w.capacity != 100*1024 {
+		t.Fatalf("capacity %d, want the upper bound 102400", w.capacity)
+	}
+	// Full at the bound: the oldest event is dropped, not kept by age.
+	if !w.removedEventSinceRelist {
+		t.Error("a full ring at its upper bound did not drop its oldest event")
+	}
+}
+
+func TestRingShrinksWhenANewestQuarterIsOlderThanTheWindow(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newTestWatchCache(clk)
+	rv := 1
+	// Fill 200 slots quickly.
+	for range 101 {
+		rv++
+		addPod(t, w, rv)
+	}
+	for !w.isCacheFullLocked() {
+		rv++
+		addPod(t, w, rv)
+	}
+	if w.capacity != 200 {
+		t.Fatalf("capacity %d, want 200", w.capacity)
+	}
+	// Ten minutes of silence, then one event: even the newest quarter is
+	// older than 75 s, so the ring halves.
+	clk.Step(10 * time.Minute)
+	rv++
+	addPod(t, w, rv)
+	if w.capacity != 100 {
+		t.Fatalf("capacity %d after a quiet 10 min, want 100", w.capacity)
+	}
+	// Old events are not dropped by age: a ring that is not full keeps
+	// everything, however old.
+	clk2 := testingclock.NewFakeClock(time.Now())
+	w2 := newTestWatchCache(clk2)
+	addPod(t, w2, 2)
+	clk2.Step(time.Hour)
+	addPod(t, w2, 3)
+	if events, err := w2.getAllEventsSinceLocked(1); err != nil || len(events) != 2 {
+		t.Errorf("after an hour: %d events, %v; want both kept", len(events), err)
+	}
+}
+
+func TestTooOldResourceVersionIs410(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newTestWatchCache(clk)
+	rv := 1
+	// 102 events spread over 150 s: the ring never grows (its oldest event
+	// is always older than 75 s when it is full), so it drops old ones.
+	for range 102 {
+		rv++
+		addPod(t, w, rv)
+		clk.Step(1500 * time.Millisecond)
+	}
+	if w.capacity != 100 {
+		t.Fatalf("capacity %d, want 100", w.capacity)
+	}
+	oldest := w.cache[w.startIndex%w.capacity].ResourceVersion
+	if _, err := w.getAllEventsSinceLocked(oldest - 1); err != nil {
+		t.Errorf("watch from %d (just before the oldest event): %v", oldest-1, err)
+	}
+	_, err := w.getAllEventsSinceLocked(oldest - 2)
+	if !apierrors.IsResourceExpired(err) || err.Error() != fmt.Sprintf("too old resource version: %d (%d)", oldest-2, oldest-1) {
+		t.Errorf("watch from %d: %v, want 410 too old resource version", oldest-2, err)
+	}
+	events, _ := w.getAllEventsSinceLocked(uint64(rv - 3))
+	if len(events) != 3 || events[0].ResourceVersion != uint64(rv-2) {
+		t.Errorf("events since %d: %d, first %d", rv-3, len(events), events[0].ResourceVersion)
+	}
+}
+
+func TestSuggestedWatchChannelSize(t *testing.T) {
+	w := newTestWatchCache(testingclock.NewFakeClock(time.Now()))
+	// capacity 100 / 75 s rounds up to 2: raised to the minimum, 10.
+	if got := w.suggestedWatchChannelSize(false, false); got != 10 {
+		t.Errorf("capacity 100: %d, want 10", got)
+	}
+	w.capacity = upperBoundCapacity // 102400 / 75 = 1366
+	for _, tc := range []struct {
+		index, trigger bool
+		want           int
+	}{{false, false, 100}, {true, false, 1000}, {true, true, 10}} {
+		if got := w.suggestedWatchChannelSize(tc.index, tc.trigger); got != tc.want {
+			t.Errorf("capacity 102400, index %v trigger %v: %d, want %d", tc.index, tc.trigger, got, tc.want)
+		}
+	}
+}
+
+func TestTimeBudget(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	b := newTimeBudget(clk)
+	if got := b.takeAvailable(); got != 0 {
+		t.Errorf("at start: %v, want 0", got)
+	}
+	clk.Step(time.Second)
+	if got := b.takeAvailable(); got != 50*time.Millisecond {
+		t.Errorf("after 1 s: %v, want 50ms", got)
+	}
+	// Taking empties it; unused time comes back.
+	b.returnUnused(30 * time.Millisecond)
+	if got := b.takeAvailable(); got != 30*time.Millisecond {
+		t.Errorf("after returning 30ms: %v", got)
+	}
+	clk.Step(time.Minute)
+	if got := b.takeAvailable(); got != 100*time.Millisecond {
+		t.Errorf("after 1 min: %v, want the 100ms cap", got)
+	}
+	b.returnUnused(time.Second)
+	if got := b.takeAvailable(); got != 100*time.Millisecond {
+		t.Errorf("returning 1s: %v, want the 100ms cap", got)
+	}
+}
