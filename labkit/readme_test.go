@@ -20,10 +20,13 @@ package labkit
 //	<!-- check: vary REGEXP -->     what REGEXP matches differs from run to
 //	                                run (a count that depends on timing):
 //	                                compared as a placeholder
-//	<!-- check: background NAME --> the block's one command runs in the
+//	<!-- check: background NAME [nowait] -->
+//	                                the block's one command runs in the
 //	                                background, as in a second terminal; the
 //	                                check goes on once its first shown output
-//	                                line has appeared
+//	                                line has appeared (with nowait: at once,
+//	                                for a watch that prints only what the
+//	                                next blocks cause)
 //
 // and anywhere, on a line of its own:
 //
@@ -69,6 +72,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +107,7 @@ type readmeStep struct {
 	want      []string // the output shown under it
 	skip      string   // why the block is not run
 	bg        string   // run in the background under this name
+	noWait    bool     // background: go on at once, not after its first line
 	interrupt string   // Ctrl-C for this background command
 	// vary are patterns of what differs from run to run in this block's
 	// output beyond the normalizer's list (a count that depends on timing).
@@ -161,7 +166,15 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 				if pending == nil {
 					pending, pendingLine = &readmeStep{}, i+1
 				}
-				pending.bg = strings.TrimSpace(strings.TrimPrefix(d, "background "))
+				bgName, opt, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(d, "background ")), " ")
+				switch opt {
+				case "":
+				case "nowait":
+					pending.noWait = true
+				default:
+					return nil, fmt.Errorf("%s:%d: background NAME [nowait], not %q", name, i+1, d)
+				}
+				pending.bg = bgName
 			default:
 				return nil, fmt.Errorf("%s:%d: unknown check annotation %q (skip: REASON, background NAME, interrupt NAME, break FILE: OLD => NEW, vary REGEXP)", name, i+1, d)
 			}
@@ -223,6 +236,7 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 			}
 			for k := range block {
 				block[k].skip, block[k].bg, block[k].brk, block[k].vary = pending.skip, pending.bg, pending.brk, pending.vary
+				block[k].noWait = pending.noWait
 			}
 			pending = nil
 		}
@@ -282,6 +296,7 @@ func newNormalizer(root string) *normalizer {
 	add(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`, "<dur>")
 	add(`"resourceVersion":\s*"\d+"`, `"resourceVersion":"<rv>"`)
 	add(`resourceVersion=\d+`, "resourceVersion=<rv>")
+	add(`\brv=\d+`, "rv=<rv>")
 	add(`too old resource version: \d+ \(\d+\)`, "too old resource version: <rv> (<rv>)")
 	add(`revision \d+`, "revision <rv>")
 	add(`[ \t]+`, " ")
@@ -551,7 +566,7 @@ func (s *shell) startBG(st readmeStep) error {
 	s.bg[st.bg] = b
 	s.log("%s: started in the background as %s: %s", s.where(st), st.bg, firstLine(st.cmd))
 	first := beforeCtrlC(trimWant(st.want))
-	if len(first) == 0 {
+	if len(first) == 0 || st.noWait {
 		return nil
 	}
 	return s.waitOutput(st, b, first[:1])
@@ -562,9 +577,15 @@ func (s *shell) startBG(st readmeStep) error {
 func (s *shell) waitOutput(st readmeStep, b *bgCommand, want []string) error {
 	deadline := time.Now().Add(s.timeout)
 	pattern := append(append([]string{}, want...), "...")
+	norm := s.norm.with(st.vary)
 	for {
-		if s.norm.with(st.vary).matchLines(pattern, outputLines(b.out.String())) {
+		got := outputLines(b.out.String())
+		if norm.matchLines(pattern, got) {
 			return nil
+		}
+		// All the lines are there and differ: no need to wait longer.
+		if !slices.Contains(want, "...") && len(got) >= len(want) {
+			return s.mismatch(st, want, got[:len(want)])
 		}
 		select {
 		case err := <-b.done:
@@ -764,6 +785,20 @@ func TestREADMECommands(t *testing.T) {
 			t.Logf("scripts/cluster-up.sh: the cluster the top README's set-up leaves up, for the READMEs after it")
 			setup("cluster-up.sh")
 			clusterUp = true
+			// A learner's cluster is older than a few seconds: wait for
+			// what the controller-manager adds to every namespace.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				c := exec.Command(filepath.Join(copyDir, "scripts", "kubectl"), "-n", "default", "get", "configmap", "kube-root-ca.crt")
+				c.Dir, c.Env = copyDir, env
+				if c.Run() == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no ConfigMap default/kube-root-ca.crt a minute after cluster-up")
+				}
+				time.Sleep(200 * time.Millisecond) // polling a condition, with a deadline
+			}
 		}
 		err := runREADME(f, copyDir, steps, env, logf)
 		if f == "README.md" && err != nil {
