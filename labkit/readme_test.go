@@ -53,7 +53,8 @@ package labkit
 //     are one space; a line `...` stands for any number of lines; and these
 //     are replaced by a placeholder on both sides: the checkout's root
 //     (shown as /home/you/listwatch-labs), mktemp paths (/tmp/tmp.XXXXXXXXXX),
-//     127.0.0.1 ports, durations (0s, 2.5s, 41.675s, 3m2s), UIDs, RFC 3339
+//     127.0.0.1 ports, durations (0s, 2.5s, 41.675s, 3m2s, and go test's
+//     "(cached)" in their place), UIDs, RFC 3339
 //     times, and resourceVersions where a JSON object, a query or a Status
 //     message holds them.
 //
@@ -294,6 +295,9 @@ func newNormalizer(root string) *normalizer {
 	add(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`, "<uid>")
 	add(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`, "<time>")
 	add(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`, "<dur>")
+	// go test's "ok PKG (cached)": a result Go reused because nothing it
+	// depends on changed since a run that printed a time there.
+	add(`\(cached\)`, "<dur>")
 	add(`"resourceVersion":\s*"\d+"`, `"resourceVersion":"<rv>"`)
 	add(`resourceVersion=\d+`, "resourceVersion=<rv>")
 	add(`\brv=\d+`, "rv=<rv>")
