@@ -828,7 +828,8 @@ func TestREADMECheckCatches(t *testing.T) {
 		"A server, in a second terminal:\n\n<!-- check: background srv -->\n```console\n$ trap 'echo stopped; exit 0' INT; echo serving on 127.0.0.1:40123; while :; do sleep 0.1; done\nserving on 127.0.0.1:8080\n^C\nstopped\n```\n" +
 		"```console\n$ echo \"$X again, $(date +%s)s\"\nhello again, 5s\n```\n<!-- check: interrupt srv -->\n" +
 		"Break it:\n<!-- check: break sub/code.txt: answer=42 => answer=41 -->\n```console\n$ grep answer=42 code.txt\n```\n" +
-		"```console\n$ cat code.txt\nanswer=42\n```\n"
+		"```console\n$ cat code.txt\nanswer=42\n```\n" +
+		"A count that differs from run to run:\n<!-- check: vary pid \\d+ -->\n```console\n$ echo \"pid $$\"\npid 1\n```\n"
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -855,6 +856,7 @@ func TestREADMECheckCatches(t *testing.T) {
 		"unknown annotation": {strings.Replace(good, "background srv", "backgroud srv", 1), `unknown check annotation "backgroud srv"`},
 		"a shell block":      {good + "```sh\n$ rm -rf /\n```\n", "a command in a ```sh block"},
 		"break not caught":   {strings.Replace(good, "=> answer=41", "=> answer=420", 1), `passed with the change "answer=42" => "answer=420" in sub/code.txt: the test no longer catches it`},
+		"vary missing":       {strings.Replace(good, "<!-- check: vary pid \\d+ -->\n", "", 1), "the README shows:\n    pid 1\nthe command printed:\n    pid "},
 		"break line gone":    {strings.Replace(good, "break sub/code.txt: answer=42", "break sub/code.txt: answer=43", 1), `break: sub/code.txt holds "answer=43" 0 times, not once`},
 	} {
 		err := run(tc.text)
