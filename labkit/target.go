@@ -131,6 +131,10 @@ func (s *script) use(c *Cluster, setenv func(k, v string)) error {
 	setenv("TARGET", c.Name)
 	setenv("KUBECONFIG", c.Kubeconfig)
 	setenv("APISERVER", c.Server)
+	// Kept out of the logs (redact.go): the script's token, and the
+	// cluster's own credential it was minted with.
+	registerToken(s.tokens[c])
+	registerToken(c.Token)
 	setenv("TOKEN", s.tokens[c])
 	setenv("CACERT", ca)
 	setenv("LABCLUSTER_DIR", c.Dir)
