@@ -64,11 +64,32 @@ func TestScripts(t *testing.T) {
 // TestScriptsOnTwoTargets runs one body on two targets, as lab 03 runs its
 // exercises on the real apiserver and its own: TestScriptsOnTwoTargets/real/...
 // and .../foreign/..., one golden file.
+//
+// Each script's namespace is deleted at its end on every target, the
+// foreign one (another *Cluster for the same server) included.
 func TestScriptsOnTwoTargets(t *testing.T) {
+	ctx := context.Background()
+	before, err := Current().Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	RunScripts(t, "testdata/twotargets", Options{
 		Targets: map[string]StartTarget{"foreign": foreignTarget},
 		RunOn:   []string{TargetReal, "foreign"},
 	})
+	existed := map[string]bool{}
+	for _, ns := range before.Items {
+		existed[ns.Name] = true
+	}
+	after, err := Current().Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range after.Items {
+		if strings.HasPrefix(ns.Name, "one-body-") && !existed[ns.Name] && ns.DeletionTimestamp == nil {
+			t.Errorf("namespace %s of a script is still there, not being deleted", ns.Name)
+		}
+	}
 }
 
 // TestScriptToken: the token a script's curl gets on a real cluster may do

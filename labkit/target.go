@@ -201,15 +201,20 @@ func (s *script) stop() {
 	for _, p := range s.proxies {
 		p.stop()
 	}
+	// Delete the namespace wherever labkit created it, before stopping
+	// anything. Deleting is asynchronous: the namespace controller empties
+	// it later. A private cluster is thrown away whole, and a lab's server
+	// (its own PrepareNamespace) holds nothing after it stops.
+	for c := range s.tokens {
+		private := c != current && c.process != nil
+		if c.PrepareNamespace == nil && !private {
+			deleteNamespace(c, s.ns)
+		}
+	}
 	for _, c := range s.started {
 		if c != current {
 			c.Stop()
 		}
-	}
-	// Deleting the namespace is asynchronous: the namespace controller
-	// empties it later. A private cluster is thrown away whole.
-	if _, ok := s.tokens[current]; ok {
-		deleteNamespace(current, s.ns)
 	}
 }
 
