@@ -5,14 +5,19 @@ package lab_test
 // same, against ours. Each README sentence names its test.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -149,8 +154,11 @@ func TestTooLargeResourceVersion(t *testing.T) {
 // always an empty 200. Ours: memstorage's TestExpiredContext.
 func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 	real, _, realURL, _, _ := realAndLab(t)
-	base := realURL + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=-1"
-	_, body := get(t, real, realURL+"/api/v1/namespaces/default/configmaps", "", "")
+	// A namespace nobody writes in (it need not exist to be watched), so no
+	// event can come between the LIST and the watches.
+	ns := fmt.Sprintf("/api/v1/namespaces/quiet-%d/configmaps", time.Now().UnixNano())
+	base := realURL + ns + "?watch=1&timeoutSeconds=-1"
+	_, body := get(t, real, realURL+ns, "", "")
 	var list struct {
 		Metadata struct{ ResourceVersion string } `json:"metadata"`
 	}
@@ -169,5 +177,111 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 		if len(body) > 0 && !(strings.Contains(string(body), `"type":"ERROR"`) && strings.Contains(string(body), "context deadline exceeded")) {
 			t.Fatalf(`RV "": %q; want nothing or an ERROR event "context deadline exceeded"`, body)
 		}
+	}
+}
+
+// TestExactListOfAnOlderRVOnTheRealServer: a LIST with
+// resourceVersionMatch=Exact at a resourceVersion older than the newest is
+// answered with the state of that moment (from a watch cache snapshot if one
+// fits, else from etcd: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go),
+// not 410; 410 comes only once etcd has compacted that revision (lab 01's
+// too-old exercise). Ours rebuilds it from the history ring.
+func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	ns := fmt.Sprintf("exact-%d", time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	for _, s := range []struct {
+		name, url, token string
+		c                *http.Client
+	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
+		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"},"data":{"color":"blue"}}`)
+		_, body := get(t, s.c, base, s.token, "")
+		var before struct {
+			Metadata struct{ ResourceVersion string } `json:"metadata"`
+		}
+		json.Unmarshal(body, &before)
+		send(t, s.c, http.MethodPatch, base+"/a", s.token, "application/merge-patch+json", `{"data":{"color":"green"}}`)
+		resp, body := get(t, s.c, base+"?resourceVersionMatch=Exact&resourceVersion="+before.Metadata.ResourceVersion, s.token, "")
+		var list struct {
+			Metadata struct{ ResourceVersion string } `json:"metadata"`
+			Items    []struct {
+				Metadata struct{ Name string }
+				Data     map[string]string
+			}
+		}
+		json.Unmarshal(body, &list)
+		color := "" // of a; the controller-manager may add kube-root-ca.crt meanwhile
+		for _, it := range list.Items {
+			if it.Metadata.Name == "a" {
+				color = it.Data["color"]
+			}
+		}
+		if resp.StatusCode != 200 || list.Metadata.ResourceVersion != before.Metadata.ResourceVersion || color != "blue" {
+			t.Errorf("%s: Exact LIST at %s: HTTP %d %s; want the list of that moment (color blue)", s.name, before.Metadata.ResourceVersion, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestTableWatchColumnsOnlyFirst: a watch that asks for Tables (as kubectl
+// get -w does) gets the column definitions in its first event only, from
+// the real apiserver (watchEmbeddedEncoder in
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go) and ours.
+func TestTableWatchColumnsOnlyFirst(t *testing.T) {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	ns := fmt.Sprintf("table-%d", time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	for _, s := range []struct {
+		name, url, token string
+		c                *http.Client
+	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
+		for _, n := range []string{"a", "b"} {
+			send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
+		}
+		_, body := get(t, s.c, base+"?watch=1&resourceVersion=0&timeoutSeconds=1", s.token, table)
+		var withColumns []bool
+		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			var ev struct {
+				Type   string
+				Object struct{ ColumnDefinitions []any }
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: %v: %s", s.name, err, line)
+			}
+			withColumns = append(withColumns, len(ev.Object.ColumnDefinitions) > 0)
+		}
+		// Two events or three: the controller-manager may have added
+		// kube-root-ca.crt to the namespace by then.
+		if len(withColumns) < 2 || !withColumns[0] || slices.Contains(withColumns[1:], true) {
+			t.Errorf("%s: column definitions per event %v, want them in the first only; body:\n%s", s.name, withColumns, body)
+		}
+	}
+}
+
+func send(t *testing.T, c *http.Client, method, url, token, contentType, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: HTTP %d %s", method, url, resp.StatusCode, b)
 	}
 }

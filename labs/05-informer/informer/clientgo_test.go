@@ -147,3 +147,40 @@ func TestClientGoIndexerPanicsOnIndexError(t *testing.T) {
 	}()
 	idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
 }
+
+// TestClientGoReflectorWaitsForInitialEventsEnd: in a streaming list,
+// client-go's Reflector keeps the objects aside until the
+// k8s.io/initial-events-end bookmark; without it nothing reaches the store
+// and the Reflector has no resourceVersion, so an informer never syncs.
+// With it, the objects arrive at once, at the bookmark's resourceVersion.
+// (Ours: TestReflectorStreamingList.)
+func TestClientGoReflectorWaitsForInitialEventsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := watch.NewFakeWithChanSize(2, false)
+		lw := &recordingLW{third: make(chan struct{}), answer: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+			if n > 0 {
+				return nil, errors.New("recordingLW: one watch only")
+			}
+			return w, nil
+		}}
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		r := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); r.RunWithContext(ctx) }()
+
+		w.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "3"}})
+		synctest.Wait()
+		if n := len(store.List()); n != 0 || r.LastSyncResourceVersion() != "" {
+			t.Errorf("before the bookmark: %d objects in the store, resourceVersion %q; want none, \"\"", n, r.LastSyncResourceVersion())
+		}
+		ev := initialEventsEnd("4")
+		w.Action(ev.Type, ev.Object)
+		synctest.Wait()
+		if n := len(store.List()); n != 1 || r.LastSyncResourceVersion() != "4" {
+			t.Errorf("after the bookmark: %d objects in the store, resourceVersion %q; want 1, \"4\"", n, r.LastSyncResourceVersion())
+		}
+		cancel()
+		<-done
+	})
+}
