@@ -8,8 +8,8 @@
 # scripts/check-links.sh); per module go vet, go test -race (RACE=0 leaves
 # the race detector out, for a quicker run; cluster/ never has it), every fuzz
 # target for FUZZTIME (default 10s), and every benchmark once (-benchtime=1x)
-# so none rots; last, the darwin cross-build and vet of every module
-# (scripts/cross-build.sh). Speed is measured with go test -bench and
+# so none rots; then the README commands, the exercises and the diagrams;
+# last, the darwin cross-build and vet of every module (scripts/cross-build.sh). Speed is measured with go test -bench and
 # benchstat by hand, never here.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,6 +108,18 @@ for m in $modules; do
   fi
 done
 
+# The course's own promises, each checked the way a learner would meet it:
+# every command a README shows, run as written with the output it shows
+# (labkit's TestREADMECommands; it starts its own copy of the checkout);
+# every exercise fails as shipped in exercise mode and passes solved; every
+# mermaid diagram renders.
+echo "test.sh: every command the READMEs show, run as written (labkit TestREADMECommands)"
+(cd "$root/labkit" && go test -v -count=1 -run '^TestREADMECommands$' . -args -readmes) || checks_failed=1
+echo "test.sh: every exercise fails as shipped and passes solved (scripts/check-exercises.sh)"
+"$root/scripts/check-exercises.sh" || checks_failed=1
+echo "test.sh: every README diagram renders (scripts/render-diagrams.sh)"
+"$root/scripts/render-diagrams.sh" || checks_failed=1
+
 # Learners use macOS as often as Linux: every module must build and vet
 # there. Last, because the first run compiles the control plane twice more.
 echo "test.sh: cross-building and vetting every module for macOS (darwin/arm64, darwin/amd64)"
@@ -117,7 +129,7 @@ echo
 echo "test.sh summary:"
 printf '  %s\n' "${summary[@]}"
 if [[ $checks_failed != 0 ]]; then
-  echo "  FAIL  checks (versions, links or cross-build: see above)"
+  echo "  FAIL  checks (versions, links, README commands, exercises, diagrams or cross-build: see above)"
 fi
 echo "modules: $passed passed, $failed failed"
 [[ $failed == 0 && $checks_failed == 0 ]]
