@@ -1,11 +1,13 @@
 // Command labcluster runs a real Kubernetes v1.36.4 control plane on
 // 127.0.0.1, built from Go modules: embedded etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and a simulated node, each a child
-// process of one supervisor. It also carries kubectl.
+// process of one supervisor. It also carries kubectl. It serves every
+// built-in API group but autoscaling and batch, which nothing here could act
+// on (components.go says why).
 //
 //	labcluster up [--dir DIR] [--components LIST]   start a cluster, return when ready
 //	labcluster down [--dir DIR]                      stop it, leave no process
-//	labcluster status [--dir DIR]                    what runs, on which ports
+//	labcluster status [--dir DIR] [-o text|env|json] which cluster is up, what runs, on which ports
 //	labcluster restart apiserver [--dir DIR]         restart the apiserver (same port, same etcd)
 //	labcluster etcd compact [--dir DIR]              compact etcd to its current revision
 //	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.4)
@@ -16,7 +18,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,8 +29,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
+	"k8s.io/component-base/version"
 	kubectl "k8s.io/kubectl/pkg/cmd"
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 )
@@ -41,7 +44,7 @@ func main() {
 const usage = `usage:
   labcluster up [--dir DIR] [--components etcd,apiserver,...]
   labcluster down [--dir DIR]
-  labcluster status [--dir DIR]
+  labcluster status [--dir DIR] [-o text|env|json]
   labcluster restart apiserver [--dir DIR]
   labcluster etcd compact [--dir DIR]
   labcluster kubectl ARGS...`
@@ -75,8 +78,14 @@ func run(args []string) int {
 	components := fs.String("components", strings.Join(allComponents, ","), "components to run (up, run)")
 	detached := fs.Bool("detached", false, "run: do not exit when the parent exits (used by up)")
 	readyFD := fs.Int("ready-fd", 0, "run: file descriptor on which to report readiness")
+	steps := fs.Bool("steps", false, "run: also report start-up milestones on the ready fd (used by up)")
+	output := fs.String("o", "text", "status: text, env (shell assignments) or json")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if cmd == "status" {
+		// Before stateDir: asking about a cluster must not create its directory.
+		return statusCmd(*dir, *output, os.Stdout, os.Stderr)
 	}
 	d, err := stateDir(*dir)
 	if err != nil {
@@ -95,13 +104,11 @@ func run(args []string) int {
 		if *readyFD > 0 {
 			ready = os.NewFile(uintptr(*readyFD), "ready")
 		}
-		return runSupervisor(d, comps, *detached, ready)
+		return runSupervisor(d, comps, *detached, ready, *steps)
 	case "up":
 		err = up(d, comps)
 	case "down":
 		err = down(d)
-	case "status":
-		err = status(d)
 	case "restart apiserver":
 		err = restartAPIServer(d)
 	case "etcd compact":
@@ -135,18 +142,15 @@ func parseComponents(list string) ([]string, error) {
 	return out, nil
 }
 
-// stateDir resolves --dir: the flag, $LABCLUSTER_DIR, or <workspace>/.cluster.
+// stateDir resolves --dir: the flag, else clusterstate.DefaultDir
+// ($LABCLUSTER_DIR, or <workspace>/.cluster), and makes sure it exists.
 func stateDir(flagValue string) (string, error) {
 	d := flagValue
 	if d == "" {
-		d = os.Getenv("LABCLUSTER_DIR")
-	}
-	if d == "" {
-		root, err := workspaceRoot()
-		if err != nil {
+		var err error
+		if d, err = clusterstate.DefaultDir(); err != nil {
 			return "", err
 		}
-		d = filepath.Join(root, ".cluster")
 	}
 	abs, err := filepath.Abs(d)
 	if err != nil {
@@ -155,27 +159,10 @@ func stateDir(flagValue string) (string, error) {
 	return abs, os.MkdirAll(abs, 0o700)
 }
 
-// workspaceRoot is the nearest directory at or above the working directory
-// that holds go.work.
-func workspaceRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.work above %s: pass --dir or set LABCLUSTER_DIR", wd)
-		}
-	}
-}
-
 // up starts `labcluster run` in its own session (so it outlives this command
 // and the shell's Ctrl-C), then waits for its "ready" line.
 func up(dir string, comps []string) error {
-	if s, err := readState(dir); err == nil && alive(s.PID) {
+	if s, err := clusterstate.Read(dir); err == nil && clusterstate.Alive(s.PID) {
 		if _, err := ask(s, "status", 5*time.Second); err == nil {
 			fmt.Printf("labcluster: already up in %s: %s\n", dir, s.APIServerURL())
 			return nil
@@ -199,7 +186,7 @@ func up(dir string, comps []string) error {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3")
+	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3", "--steps")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -211,59 +198,55 @@ func up(dir string, comps []string) error {
 	w.Close() // the child holds its own copy; EOF on r now means it died
 	cmd.Process.Release()
 
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	line = strings.TrimSpace(line)
-	if url, ok := strings.CutPrefix(line, "ready "); ok {
-		fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes v1.36.4)\n", time.Since(start).Seconds(), url)
-		return nil
-	}
-	if msg, ok := strings.CutPrefix(line, "error "); ok {
-		return errors.New(msg)
+	// "step WHAT" lines as the start progresses, each shown with the time it
+	// arrived (since this command started: what a learner waits), then
+	// "ready URL" or "error MESSAGE". EOF means the supervisor died.
+	lines := bufio.NewScanner(r)
+	for lines.Scan() {
+		line := lines.Text()
+		if what, ok := strings.CutPrefix(line, "step "); ok {
+			fmt.Printf("labcluster: %5.2fs  %s\n", time.Since(start).Seconds(), what)
+			continue
+		}
+		if url, ok := strings.CutPrefix(line, "ready "); ok {
+			fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes %s)\n", time.Since(start).Seconds(), url, version.Get().GitVersion)
+			return nil
+		}
+		if msg, ok := strings.CutPrefix(line, "error "); ok {
+			return errors.New(msg)
+		}
 	}
 	return fmt.Errorf("the supervisor exited before the cluster was ready; see %s", log.Name())
 }
 
 // down asks the supervisor to stop everything, then makes sure it did.
 func down(dir string) error {
-	s, err := readState(dir)
-	if errors.Is(err, errNoCluster) {
+	s, err := clusterstate.Read(dir)
+	if errors.Is(err, clusterstate.ErrNoCluster) {
 		fmt.Printf("labcluster: nothing running in %s\n", dir)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if alive(s.PID) {
+	if clusterstate.Alive(s.PID) {
 		if _, err := ask(s, "stop", 15*time.Second); err != nil {
 			fmt.Fprintf(os.Stderr, "labcluster: %v; killing pid %d\n", err, s.PID)
 		}
 		deadline := time.Now().Add(3 * time.Second)
-		for alive(s.PID) && time.Now().Before(deadline) {
+		for clusterstate.Alive(s.PID) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if alive(s.PID) {
-			// Its children die with it (Pdeathsig, and they watch their parent).
+		if clusterstate.Alive(s.PID) {
+			// Its children die with it: they watch their parent (and, on Linux, Pdeathsig).
 			syscall.Kill(s.PID, syscall.SIGKILL)
 		}
 	}
-	p := paths{dir}
-	os.Remove(p.state())
-	os.Remove(p.kubeconfig())
+	p := clusterstate.Dir(dir)
+	os.Remove(p.State())
+	os.Remove(p.Kubeconfig())
 	os.Remove(s.Socket)
-	fmt.Printf("labcluster: stopped (logs kept in %s)\n", p.logs())
-	return nil
-}
-
-func status(dir string) error {
-	s, err := running(dir)
-	if err != nil {
-		return err
-	}
-	reply, err := ask(s, "status", 5*time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Println(reply)
+	fmt.Printf("labcluster: stopped (logs kept in %s)\n", p.Logs())
 	return nil
 }
 
@@ -294,31 +277,14 @@ func compact(dir string) error {
 }
 
 func running(dir string) (*State, error) {
-	s, err := readState(dir)
+	s, err := clusterstate.Read(dir)
 	if err != nil {
 		return nil, err
 	}
-	if !alive(s.PID) {
+	if !clusterstate.Alive(s.PID) {
 		return nil, fmt.Errorf("the cluster in %s is not running (supervisor pid %d is gone); start it with scripts/cluster-up.sh", dir, s.PID)
 	}
 	return s, nil
-}
-
-// alive tells whether pid runs. A process that has exited but not yet been
-// reaped (a zombie: our detached supervisor's parent is init, which may take
-// its time) still answers signal 0, so its state is checked too.
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // no /proc (not Linux): trust the signal
-	}
-	// "pid (comm) STATE ...": comm may contain spaces, so look after the last ')'.
-	rest := b[bytes.LastIndexByte(b, ')')+1:]
-	fields := strings.Fields(string(rest))
-	return len(fields) == 0 || fields[0] != "Z"
 }
 
 // runKubectl is kubectl itself, as cmd/kubectl/kubectl.go of k8s.io/kubernetes.

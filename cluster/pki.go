@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -50,8 +51,8 @@ var identities = []identity{
 }
 
 // makePKI writes the CA, serving cert, SA keys, token file and kubeconfigs.
-func makePKI(p paths, apiserverURL string) error {
-	if err := os.MkdirAll(filepath.Dir(p.pki("x")), 0o700); err != nil {
+func makePKI(p clusterstate.Dir, apiserverURL string) error {
+	if err := os.MkdirAll(filepath.Dir(p.PKI("x")), 0o700); err != nil {
 		return err
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -112,7 +113,7 @@ func makePKI(p paths, apiserverURL string) error {
 		{"sa.pub", mustPubPEM(&saKey.PublicKey)},
 	}
 	for _, f := range files {
-		if err := os.WriteFile(p.pki(f.name), f.data, 0o600); err != nil {
+		if err := os.WriteFile(p.PKI(f.name), f.data, 0o600); err != nil {
 			return err
 		}
 	}
@@ -125,15 +126,15 @@ func makePKI(p paths, apiserverURL string) error {
 			return err
 		}
 		fmt.Fprintf(&csv, "%s,%s,%s,\"%s\"\n", token, id.user, id.user, strings.Join(id.groups, ","))
-		file := p.kubeconfig()
+		file := p.Kubeconfig()
 		if id.file != "" {
-			file = p.componentKubeconfig(id.file)
+			file = p.ComponentKubeconfig(id.file)
 		}
 		if err := writeKubeconfig(file, apiserverURL, caPEM, id.user, token); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(p.pki("tokens.csv"), []byte(csv.String()), 0o600)
+	return os.WriteFile(p.PKI("tokens.csv"), []byte(csv.String()), 0o600)
 }
 
 func randomToken() (string, error) {

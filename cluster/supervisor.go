@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +41,9 @@ type supervisor struct {
 	self     string // path of this binary, to start components
 	children map[string]*child
 	client   kubernetes.Interface
+	// step reports a milestone of the start ("etcd listening") to whoever
+	// waits for readiness; `up` prints each with the time it arrived.
+	step func(format string, args ...any)
 }
 
 type request struct {
@@ -46,14 +51,21 @@ type request struct {
 	reply chan<- string
 }
 
-// runSupervisor is `labcluster run`. ready, if not nil, receives one line:
-// "ready URL" or "error MESSAGE", and is then closed.
-func runSupervisor(dir string, components []string, detached bool, ready *os.File) int {
+// runSupervisor is `labcluster run`. ready, if not nil, receives one line,
+// "ready URL" or "error MESSAGE", and is then closed; with steps, "step WHAT"
+// lines come first, as the start progresses (a reader that knows only the
+// last line, such as an older labkit, does not ask for them).
+func runSupervisor(dir string, components []string, detached bool, ready *os.File, steps bool) int {
 	report := func(format string, args ...any) {
 		if ready != nil {
 			fmt.Fprintf(ready, format+"\n", args...)
 			ready.Close()
 			ready = nil
+		}
+	}
+	step := func(format string, args ...any) {
+		if ready != nil && steps {
+			fmt.Fprintf(ready, "step "+format+"\n", args...)
 		}
 	}
 	if !detached {
@@ -73,6 +85,8 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 		report("error %v", err)
 		return 1
 	}
+	sv.step = step
+	step("credentials and ports ready")
 	sock, err := net.Listen("unix", sv.state.Socket)
 	if err != nil {
 		report("error control socket: %v", err)
@@ -108,14 +122,14 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := paths{dir}
+	p := clusterstate.Dir(dir)
 	// Every run starts from a clean cluster: old data, credentials and logs go.
-	for _, old := range []string{p.etcdData(), p.pki(""), p.logs(), p.state(), p.kubeconfig()} {
+	for _, old := range []string{p.EtcdData(), p.PKI(""), p.Logs(), p.State(), p.Kubeconfig()} {
 		if err := os.RemoveAll(old); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(p.logs(), 0o700); err != nil {
+	if err := os.MkdirAll(p.Logs(), 0o700); err != nil {
 		return nil, err
 	}
 	s := &State{Dir: dir, PID: os.Getpid(), Components: components}
@@ -133,14 +147,18 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 	if err := makePKI(p, s.APIServerURL()); err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	if err := writeState(s); err != nil {
+	if err := clusterstate.Write(s); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
 	cfg.Timeout = 5 * time.Second
+	// No client-side rate limit: the readiness polls come every 20ms, and
+	// client-go's default (5 QPS) would space them 200ms apart, so `up` would
+	// notice readiness up to that much late.
+	cfg.QPS = -1
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -167,6 +185,7 @@ func (sv *supervisor) startAll() error {
 	if err := sv.waitTCP(compEtcd, sv.state.EtcdPort, 30*time.Second); err != nil {
 		return err
 	}
+	sv.step("etcd listening%s", detail(sv.cpuNote(compEtcd)))
 	if err := sv.start(compAPIServer); err != nil {
 		return err
 	}
@@ -189,7 +208,10 @@ func (sv *supervisor) startAll() error {
 	}
 	if sv.has(compNode) {
 		// So that `kubectl get nodes` right after up shows the node.
-		return sv.waitNode(15 * time.Second)
+		if err := sv.waitNode(15 * time.Second); err != nil {
+			return err
+		}
+		sv.step("node %s registered", nodeName)
 	}
 	return nil
 }
@@ -214,15 +236,15 @@ func (sv *supervisor) waitNode(timeout time.Duration) error {
 }
 
 func (sv *supervisor) start(name string) error {
-	log, err := os.OpenFile(paths{sv.state.Dir}.log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	log, err := os.OpenFile(clusterstate.Dir(sv.state.Dir).Log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(sv.self, append([]string{"component", name}, componentArgs(name, sv.state)...)...)
 	cmd.Stdout, cmd.Stderr = log, log
-	// Kill the child if we die. The kernel ties this to the forking thread,
-	// not the process; exitWhenOrphaned in the child covers that gap.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Kill the child if we die (Linux); exitWhenOrphaned in the child is
+	// the guarantee everywhere.
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start %s: %w", name, err)
@@ -281,31 +303,68 @@ func (sv *supervisor) waitTCP(name string, port int, timeout time.Duration) erro
 	return fmt.Errorf("%s did not listen on 127.0.0.1:%d within %s%s", name, port, timeout, sv.logTail(name))
 }
 
-// waitAPIServer polls /readyz, then waits for namespace "default" (created by
-// the apiserver's own bootstrap controller, a moment after readyz).
+// waitAPIServer polls /readyz until it passes, then waits for namespace
+// "default" (created by the apiserver's own system namespaces controller, a
+// moment after readyz). It reports when the apiserver first answers (it
+// serves: its API groups and OpenAPI are built) and when it is ready (its
+// post-start hooks are done), naming the checks that passed last.
 func (sv *supervisor) waitAPIServer(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
+	var pending []string // the checks /readyz last reported failing
+	serving := false
 	for ctx.Err() == nil {
 		if err := sv.exitedEarly(compAPIServer); err != nil {
 			return err
 		}
-		if last = sv.ready(ctx); last == nil {
+		body, err := sv.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil {
+			break
+		}
+		last = fmt.Errorf("/readyz: %v %s", err, strings.TrimSpace(string(body)))
+		var status *apierrors.StatusError
+		if errors.As(err, &status) {
+			if !serving {
+				serving = true
+				sv.step("apiserver serving%s", detail(sv.cpuNote(compAPIServer)))
+			}
+			pending = failingChecks(body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("kube-apiserver not ready within %s: %v%s", timeout, last, sv.logTail(compAPIServer))
+	}
+	lastChecks := ""
+	if len(pending) > 0 {
+		lastChecks = "last checks to pass: " + strings.Join(pending, ", ")
+	}
+	sv.step("apiserver ready%s", detail(lastChecks, sv.cpuNote(compAPIServer)))
+	for {
+		_, err := sv.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		if err == nil {
+			sv.step("namespace default exists")
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if ctx.Err() != nil {
+			return fmt.Errorf("namespace default not created within %s: %v%s", timeout, err, sv.logTail(compAPIServer))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("kube-apiserver not ready within %s: %v%s", timeout, last, sv.logTail(compAPIServer))
 }
 
-func (sv *supervisor) ready(ctx context.Context) error {
-	body, err := sv.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("/readyz: %v %s", err, strings.TrimSpace(string(body)))
+// failingChecks returns the names of the checks a failing /readyz lists as
+// failed ("[-]poststarthook/rbac/bootstrap-roles failed: reason withheld").
+func failingChecks(body []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			out = append(out, name)
+		}
 	}
-	_, err = sv.client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-	return err
+	return out
 }
 
 func (sv *supervisor) exitedEarly(name string) error {
@@ -323,7 +382,7 @@ func (sv *supervisor) exitedEarly(name string) error {
 
 // logTail returns the last lines of a component's log, for error messages.
 func (sv *supervisor) logTail(name string) string {
-	b, err := os.ReadFile(paths{sv.state.Dir}.log(name))
+	b, err := os.ReadFile(clusterstate.Dir(sv.state.Dir).Log(name))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
@@ -331,7 +390,7 @@ func (sv *supervisor) logTail(name string) string {
 	if len(lines) > 15 {
 		lines = lines[len(lines)-15:]
 	}
-	return fmt.Sprintf("\nlast lines of %s:\n  %s", paths{sv.state.Dir}.log(name), strings.Join(lines, "\n  "))
+	return fmt.Sprintf("\nlast lines of %s:\n  %s", clusterstate.Dir(sv.state.Dir).Log(name), strings.Join(lines, "\n  "))
 }
 
 // serve handles requests until stop, a signal, or the socket closing.

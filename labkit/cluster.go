@@ -10,7 +10,6 @@ package labkit
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +33,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 )
 
 // Cluster is a running Kubernetes cluster the tests talk to.
@@ -89,14 +90,11 @@ func Root() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("labkit: no go.work at or above %s", wd)
-		}
+	root, err := clusterstate.Root(wd)
+	if err != nil {
+		return "", fmt.Errorf("labkit: %w", err)
 	}
+	return root, nil
 }
 
 // Connect returns the cluster of a kubeconfig, checking that it answers /readyz.
@@ -108,7 +106,7 @@ func Connect(kubeconfig string) (*Cluster, error) {
 	// Tests create and watch in bursts; the default 5 QPS would make them crawl.
 	cfg.QPS, cfg.Burst = 200, 400
 	c := &Cluster{Kubeconfig: kubeconfig, Server: cfg.Host, Token: cfg.BearerToken, CAData: cfg.CAData, Config: cfg}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(kubeconfig), "state.json")); err == nil {
+	if _, err := clusterstate.Read(filepath.Dir(kubeconfig)); err == nil {
 		c.Dir = filepath.Dir(kubeconfig)
 	}
 	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -176,25 +174,23 @@ func scriptToken(ctx context.Context, client kubernetes.Interface, ns string) (s
 	return tr.Status.Token, nil
 }
 
-// Discover returns the cluster the tests should use, or nil when none runs:
-// $KUBECONFIG if set (it must answer), else <root>/.cluster/kubeconfig if it
-// answers.
+// Discover returns the cluster the tests should use, or nil when none runs,
+// by the rule clusterstate.Discover owns (the one `labcluster status` and
+// scripts/test.sh follow too): $KUBECONFIG if set (it must answer), else
+// <root>/.cluster/kubeconfig if it answers.
 func Discover() (*Cluster, error) {
-	if kc := os.Getenv("KUBECONFIG"); kc != "" {
-		return Connect(kc)
-	}
-	root, err := Root()
+	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	kc := filepath.Join(root, ".cluster", "kubeconfig")
-	if _, err := os.Stat(kc); err != nil {
-		return nil, nil
-	}
-	c, err := Connect(kc)
-	if err != nil {
-		// A kubeconfig left by a cluster that is gone: not an error, start one.
-		return nil, nil
+	var c *Cluster
+	f, err := clusterstate.Discover(wd, func(kubeconfig string) error {
+		var err error
+		c, err = Connect(kubeconfig)
+		return err
+	})
+	if err != nil || f == nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -242,14 +238,15 @@ func StartEmbedded(dir string, components ...string) (*Cluster, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return nil, err
 	}
 	w.Close()
 	// The supervisor writes one line: "ready URL" or "error MESSAGE"; EOF
-	// means it died first.
+	// means it died first. (It writes progress lines before it only when
+	// asked with --steps, as `labcluster up` does.)
 	line, _ := bufio.NewReader(r).ReadString('\n')
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "ready ") {
@@ -302,20 +299,9 @@ func (c *Cluster) HasControllerManager() bool {
 	if c.Dir == "" {
 		return true
 	}
-	b, err := os.ReadFile(filepath.Join(c.Dir, "state.json"))
+	st, err := clusterstate.Read(c.Dir)
 	if err != nil {
 		return true
 	}
-	var st struct {
-		Components []string `json:"components"`
-	}
-	if json.Unmarshal(b, &st) != nil {
-		return true
-	}
-	for _, comp := range st.Components {
-		if comp == "controller-manager" {
-			return true
-		}
-	}
-	return false
+	return st.Has("controller-manager")
 }

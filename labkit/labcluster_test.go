@@ -5,13 +5,13 @@ package labkit
 // components with it.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +47,16 @@ func TestLabclusterUpDown(t *testing.T) {
 	out := labcluster(t, "up", "--dir", dir)
 	if !strings.Contains(out, "ready in") {
 		t.Fatalf("up: %s", out)
+	}
+	// up says where its time went, milestone by milestone, in order.
+	rest := out
+	for _, step := range []string{"s  credentials and ports ready", "s  etcd listening", "s  apiserver serving", "s  apiserver ready", "s  namespace default exists", "s  node lab-node registered", "labcluster: ready in "} {
+		i := strings.Index(rest, step)
+		if i < 0 {
+			t.Errorf("up's output lacks %q after the steps before it:\n%s", step, out)
+			break
+		}
+		rest = rest[i+len(step):]
 	}
 	stopped := false
 	defer func() {
@@ -94,6 +104,15 @@ func TestLabclusterUpDown(t *testing.T) {
 		for _, a := range addrs {
 			if !strings.HasPrefix(a, "127.0.0.1:") {
 				t.Errorf("listening on %s", a)
+			}
+		}
+		// Where both exist, lsof (what macOS uses) must find the same.
+		if _, err := exec.LookPath("lsof"); err == nil && len(addrs) > 0 {
+			viaLsof := listenersLsof(t, pids)
+			slices.Sort(addrs)
+			slices.Sort(viaLsof)
+			if !slices.Equal(addrs, viaLsof) {
+				t.Errorf("lsof finds %v, /proc %v", viaLsof, addrs)
 			}
 		}
 	})
@@ -181,32 +200,33 @@ func TestKilledSupervisorTakesComponents(t *testing.T) {
 	waitGone(t, components)
 }
 
-// childrenOf lists the processes whose parent is pid.
+// childrenOf lists the processes whose parent is pid, from ps(1), which
+// prints them the same way on Linux and macOS.
 func childrenOf(pid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces, so cut at the last ')'.
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			out = append(out, child)
+	out, err := exec.Command("ps", "-A", "-o", "pid=", "-o", "ppid=").Output()
+	if err != nil {
+		return nil
+	}
+	var children []int
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[1] == strconv.Itoa(pid) {
+			if child, err := strconv.Atoi(f[0]); err == nil {
+				children = append(children, child)
+			}
 		}
 	}
-	return out
+	return children
 }
 
 // listeners returns the local addresses of the TCP sockets in LISTEN state
-// that the given processes hold, read from /proc.
+// that the given processes hold: read from /proc on Linux, asked of lsof(8)
+// elsewhere (macOS ships it).
 func listeners(t *testing.T, pids []int) []string {
 	t.Helper()
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		return listenersLsof(t, pids)
+	}
 	inodes := map[string]bool{}
 	for _, pid := range pids {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -230,6 +250,29 @@ func listeners(t *testing.T, pids []int) []string {
 				continue
 			}
 			addrs = append(addrs, decodeProcAddr(f[1]))
+		}
+	}
+	return addrs
+}
+
+// listenersLsof is listeners by lsof: "-a -p PIDS -iTCP -sTCP:LISTEN" lists
+// the listening sockets of those processes, NAME last ("127.0.0.1:8080
+// (LISTEN)").
+func listenersLsof(t *testing.T, pids []int) []string {
+	t.Helper()
+	if _, err := exec.LookPath("lsof"); err != nil {
+		t.Skip("neither /proc nor lsof to list listening sockets")
+	}
+	var ps []string
+	for _, pid := range pids {
+		ps = append(ps, strconv.Itoa(pid))
+	}
+	out, _ := exec.Command("lsof", "-nP", "-a", "-p", strings.Join(ps, ","), "-iTCP", "-sTCP:LISTEN").Output()
+	var addrs []string
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[len(f)-1] == "(LISTEN)" {
+			addrs = append(addrs, f[len(f)-2])
 		}
 	}
 	return addrs
@@ -265,13 +308,14 @@ func waitGone(t *testing.T, pids []int) {
 	}
 }
 
+// isZombie tells whether pid has exited but not been reaped (ps state Z),
+// or is gone.
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	out, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
 	if err != nil {
-		return true
+		return true // ps found no such process
 	}
-	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
+	return strings.HasPrefix(strings.TrimSpace(string(out)), "Z")
 }
 
 // TestOneSupervisorPerDir: a second supervisor in the same directory (two

@@ -87,6 +87,7 @@ func (c clusterM) Run() int {
 			fmt.Fprintf(os.Stderr, "labkit: started an embedded cluster in %.1fs (%s)\n", time.Since(start).Seconds(), cl.Server)
 		}
 	}
+	cl.Name = TargetReal
 	current = cl
 	return c.m.Run()
 }
@@ -125,7 +126,11 @@ func RunScripts(t *testing.T, dir string, opts Options) {
 	}
 	runDir := func(t *testing.T, first string) {
 		r := &run{first: first, targets: opts.Targets}
-		testscript.Run(t, testscript.Params{
+		// RunT, not Run, so that the log goes through redactingT (no
+		// bearer token in it); Run would set the deadline, so we do.
+		deadline, _ := t.Deadline()
+		testscript.RunT(redactingT{t}, testscript.Params{
+			Deadline:            deadline,
 			Dir:                 dir,
 			Setup:               r.setup,
 			Cmds:                cmds,

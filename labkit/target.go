@@ -131,6 +131,10 @@ func (s *script) use(c *Cluster, setenv func(k, v string)) error {
 	setenv("TARGET", c.Name)
 	setenv("KUBECONFIG", c.Kubeconfig)
 	setenv("APISERVER", c.Server)
+	// Kept out of the logs (redact.go): the script's token, and the
+	// cluster's own credential it was minted with.
+	registerToken(s.tokens[c])
+	registerToken(c.Token)
 	setenv("TOKEN", s.tokens[c])
 	setenv("CACERT", ca)
 	setenv("LABCLUSTER_DIR", c.Dir)
@@ -169,7 +173,9 @@ func (s *script) start(name string, args []string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
-	c.Name = name
+	if c != current { // current is shared by every script; Main named it
+		c.Name = name
+	}
 	if old, ok := s.started[name]; ok && old != c {
 		delete(s.tokens, old)
 		old.Stop()

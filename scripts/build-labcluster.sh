@@ -12,7 +12,7 @@ command -v go >/dev/null || { echo "build-labcluster: Go is not installed; insta
 # The binary is current when the hash of everything that goes into it matches
 # the one recorded at its last build: its Go files, go.mod/go.sum, this script
 # (the version stamp below) and the Go version.
-sources=$( { cd "$root" && find cluster -name '*.go' -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh versions.env; go version; } | sha256sum | cut -d' ' -f1)
+sources=$( { cd "$root" && find cluster \( -name '*.go' ! -name '*_test.go' \) -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh versions.env; go version; } | sha256sum | cut -d' ' -f1)
 if [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$sources" ]]; then
   exit 0
 fi

@@ -59,6 +59,7 @@ type server struct {
 	token     string
 	address   string // host:port as clients reach us, for /api discovery
 	resources []*resourceHandler
+	extra     map[string]http.Handler // Config.Handlers
 }
 
 // resourceHandler serves one resource from its storage, as
@@ -106,6 +107,9 @@ func (s *server) handler() http.Handler {
 		mux.HandleFunc("PUT "+one, r.update)
 		mux.HandleFunc("PATCH "+one, r.patch)
 		mux.HandleFunc("DELETE "+one, r.delete)
+	}
+	for pattern, h := range s.extra {
+		mux.Handle(pattern, h)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, req, &apierrors.StatusError{ErrStatus: metav1.Status{

@@ -70,6 +70,23 @@ type Config struct {
 	MinRequestTimeout time.Duration
 	// ErrorLog receives errors of the HTTP server. Default os.Stderr.
 	ErrorLog io.Writer
+	// Handlers are extra routes (ServeMux patterns, e.g. "GET /metrics"),
+	// behind the same token as the API. Lab 04's miniapiserver serves its
+	// /metrics and its lab tools here.
+	Handlers map[string]http.Handler
+	// Identity is the CA, serving certificate and token to use. nil: new
+	// ones. A server started again with the previous Instance's Identity()
+	// (and its address) is the same server to its clients: their
+	// kubeconfig stays valid, as across a kube-apiserver restart.
+	Identity *Identity
+}
+
+// Identity is what a client trusts and presents: the CA (PEM), the serving
+// certificate signed by it, and the bearer token.
+type Identity struct {
+	CAPEM       []byte
+	Certificate tls.Certificate
+	Token       string
 }
 
 // Instance is a running server.
@@ -80,6 +97,7 @@ type Instance struct {
 	Kubeconfig     []byte
 	KubeconfigPath string
 
+	identity     Identity
 	storages     map[*Resource]storage.Interface
 	destroy      []func()
 	tempDir      string
@@ -88,6 +106,10 @@ type Instance struct {
 	wg           sync.WaitGroup
 	closeOnce    sync.Once
 }
+
+// Identity returns the server's CA, certificate and token, to start it
+// again as the same server (Config.Identity).
+func (in *Instance) Identity() Identity { return in.identity }
 
 // Storage is the storage a resource is served from (to seed objects from
 // Go, as the exercise harness does with kube-root-ca.crt), or nil.
@@ -138,19 +160,24 @@ func Start(cfg Config) (*Instance, error) {
 	if cfg.ErrorLog == nil {
 		cfg.ErrorLog = os.Stderr
 	}
-	caPEM, cert, err := selfSignedTLS()
-	if err != nil {
-		return nil, err
+	if cfg.Identity == nil {
+		caPEM, cert, err := selfSignedTLS()
+		if err != nil {
+			return nil, err
+		}
+		tokenBytes := make([]byte, 16)
+		rand.Read(tokenBytes)
+		cfg.Identity = &Identity{CAPEM: caPEM, Certificate: cert, Token: hex.EncodeToString(tokenBytes)}
 	}
-	tokenBytes := make([]byte, 16)
-	rand.Read(tokenBytes)
+	cert := cfg.Identity.Certificate
 	in := &Instance{
-		Token:        hex.EncodeToString(tokenBytes),
-		CAPEM:        caPEM,
+		Token:        cfg.Identity.Token,
+		CAPEM:        cfg.Identity.CAPEM,
+		identity:     *cfg.Identity,
 		storages:     map[*Resource]storage.Interface{},
 		shuttingDown: make(chan struct{}),
 	}
-	api := &server{token: in.Token}
+	api := &server{token: in.Token, extra: cfg.Handlers}
 	for _, r := range cfg.Resources {
 		s, destroy, err := cfg.Storage(r)
 		if err != nil {

@@ -7,7 +7,9 @@
 //
 // Upstream's call chain is handleWatch -> rest.Watcher.Watch (the registry,
 // genericregistry.Store.Watch) -> Store.WatchPredicate ->
-// storage.Interface.Watch (the Cacher). We fold the two registry steps into
+// storage.Interface.Watch, which is a CacheDelegator handing the watch to
+// Cacher.Watch (registry/storage_factory.go, storage/cacher/delegator.go). We
+// fold the two registry steps into
 // ServeWatch: the scope names the storage and how keys are built, which is
 // all the registry adds for a watch.
 

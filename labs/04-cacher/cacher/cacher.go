@@ -273,7 +273,10 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	}
 	requestedRV, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+		// Returned as is, as upstream's Cacher.Watch does: a field error,
+		// not a StatusError, so the API server answers 500 with no reason
+		// (kube-apiserver does: lab 03's bad-requests exercise).
+		return nil, err
 	}
 	if err := c.waitReady(ctx); err != nil {
 		return nil, err

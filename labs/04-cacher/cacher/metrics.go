@@ -4,7 +4,7 @@ package cacher
 //
 // Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go
 // (apiserver_terminated_watchers_total, apiserver_watch_cache_events_dispatched_total,
-// apiserver_watch_cache_capacity, apiserver_watch_cache_consistent_read_total,
+// watch_cache_capacity, apiserver_watch_cache_consistent_read_total,
 // apiserver_watch_cache_initializations_total, ...). Upstream registers
 // Prometheus metrics; here they are plain counters read with Metrics(), and
 // whoever serves /metrics (the miniapiserver) exports them.

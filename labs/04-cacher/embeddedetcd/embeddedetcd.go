@@ -13,11 +13,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Config says where etcd keeps its data.
@@ -40,6 +42,7 @@ type Server struct {
 
 	etcd    *embed.Etcd
 	tempDir string
+	closing *atomic.Bool // set by Close: etcd's logger goes quiet
 }
 
 // Start starts etcd and returns when it serves clients.
@@ -68,8 +71,14 @@ func Start(cfg Config) (*Server, error) {
 	ec.ListenPeerUrls = []url.URL{peerURL}
 	ec.AdvertisePeerUrls = []url.URL{peerURL}
 	ec.InitialCluster = ec.Name + "=" + peerURL.String()
-	ec.LogLevel = "error"
-	ec.LogOutputs = []string{"stderr"}
+	// Errors only, to stderr; and none once Close has begun, where etcd
+	// logs its own listeners closing ("mux: server closed", "use of closed
+	// network connection") as errors after every test binary's last test.
+	closing := new(atomic.Bool)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(quietOnClose{
+		Core:    zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.ErrorLevel),
+		closing: closing,
+	}))
 	ec.UnsafeNoFsync = !cfg.Fsync
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -93,16 +102,34 @@ func Start(cfg Config) (*Server, error) {
 		removeTemp(tempDir)
 		return nil, err
 	}
-	return &Server{Endpoint: clientURL.String(), Client: client, etcd: e, tempDir: tempDir}, nil
+	return &Server{Endpoint: clientURL.String(), Client: client, etcd: e, tempDir: tempDir, closing: closing}, nil
 }
 
 // Close stops the client and the server and removes a temporary data directory.
 func (s *Server) Close() error {
 	err := s.Client.Close()
+	s.closing.Store(true)
 	s.etcd.Close()
 	<-s.etcd.Server.StopNotify()
 	removeTemp(s.tempDir)
 	return err
+}
+
+// quietOnClose is a zap core that drops every entry once closing is set.
+type quietOnClose struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q quietOnClose) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.closing.Load() {
+		return ce
+	}
+	return q.Core.Check(e, ce)
+}
+
+func (q quietOnClose) With(fields []zapcore.Field) zapcore.Core {
+	return quietOnClose{Core: q.Core.With(fields), closing: q.closing}
 }
 
 // freeLoopbackURL asks the kernel for a free port on 127.0.0.1. Another

@@ -14,8 +14,9 @@
 //     here; kube-apiserver uses protobuf for built-in types);
 //   - an object's resourceVersion is the etcd ModRevision of its key, and a
 //     list's resourceVersion is the etcd revision the read was served at;
-//   - Create is a transaction "the key has never been created", so a second
-//     create fails with AlreadyExists; updates and deletes are transactions
+//   - Create is a transaction "the key does not exist now" (upstream
+//     compares ModRevision = 0, we CreateRevision = 0: the same test), so a
+//     second create fails with AlreadyExists; updates and deletes are transactions
 //     "ModRevision is still what I read" (compare-and-swap), retried on a
 //     lost race, with the caller's Preconditions (uid, resourceVersion)
 //     checked against the object actually stored;
@@ -144,8 +145,8 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object,
 	if err != nil {
 		return err
 	}
-	// CreateRevision 0 means "never created, or deleted since": the
-	// transaction fails if anyone else created the key first.
+	// CreateRevision 0 means "does not exist now" (never created, or
+	// deleted since): the transaction fails if anyone else created it first.
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, string(data))).

@@ -1,5 +1,6 @@
 // Upstream: k8s.io/client-go@v0.36.4/listers/generic_helpers.go
-// (ResourceIndexer[T]: List, Get, Namespace) and tools/cache/listers.go
+// (ResourceIndexer[T]: List and Get; New and NewNamespaced make the
+// cluster-wide and the namespaced lister) and tools/cache/listers.go
 // (ListAll, ListAllByNamespace).
 //
 // Left out: nothing a controller reads with; the cluster-scoped variant is

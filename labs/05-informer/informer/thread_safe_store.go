@@ -315,9 +315,9 @@ func (c *Indexer) ListIndexFuncValues(name string) []string {
 	return values
 }
 
-// AddIndexers adds index functions and indexes the objects already stored.
-// Upstream refuses once the informer has started; we allow it, since the
-// lock makes it safe, and a learner adding an index to a running informer
+// AddIndexers adds index functions and indexes the objects already stored,
+// as upstream does (threadSafeMap.AddIndexers); upstream's informer refuses
+// only once it has stopped. A learner adding an index to a running informer
 // sees it filled at once.
 func (c *Indexer) AddIndexers(indexers Indexers) error {
 	c.lock.Lock()

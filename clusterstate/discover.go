@@ -1,0 +1,78 @@
+package clusterstate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Where a found cluster came from (Found.From).
+const (
+	FromKubeconfigEnv = "KUBECONFIG" // $KUBECONFIG was set
+	FromWorkspace     = "workspace"  // <workspace>/.cluster/kubeconfig
+)
+
+// Found is the cluster the tests should use.
+type Found struct {
+	// Kubeconfig is the file to talk to it with.
+	Kubeconfig string
+	// From says which rule found it: FromKubeconfigEnv or FromWorkspace.
+	From string
+	// State is its labcluster state when its kubeconfig sits in a labcluster
+	// state directory, nil for kind or any other cluster: those cannot be
+	// restarted or compacted by labcluster.
+	State *State
+}
+
+// Ready checks that the cluster of a kubeconfig answers (its /readyz).
+// Callers pass their own: this package reads no kubeconfig, so that it needs
+// nothing beyond the standard library.
+type Ready func(kubeconfig string) error
+
+// Discover applies the course's one rule for finding a cluster:
+//
+//  1. $KUBECONFIG, when set, names the cluster; it must be ready, or Discover
+//     returns an error (a learner who points at a cluster wants that one, not
+//     a fresh one behind their back).
+//  2. Else <workspace>/.cluster/kubeconfig, if it exists and its cluster is
+//     ready: the one scripts/cluster-up.sh started (labcluster or kind).
+//  3. Else nothing: Discover returns nil, nil, and the caller starts a cluster
+//     of its own (labkit for a test binary, scripts/test.sh for a run).
+//
+// wd is the directory the workspace is looked for from; it is needed only for
+// rule 2.
+func Discover(wd string, ready Ready) (*Found, error) {
+	if kc := os.Getenv("KUBECONFIG"); kc != "" {
+		if err := ready(kc); err != nil {
+			return nil, fmt.Errorf("KUBECONFIG=%s points at no ready cluster: %w", kc, err)
+		}
+		return found(kc, FromKubeconfigEnv)
+	}
+	root, err := Root(wd)
+	if err != nil {
+		return nil, err
+	}
+	kc := Dir(filepath.Join(root, DirName)).Kubeconfig()
+	if _, err := os.Stat(kc); err != nil {
+		return nil, nil
+	}
+	if err := ready(kc); err != nil {
+		// A kubeconfig left by a cluster that is gone: not an error.
+		return nil, nil
+	}
+	return found(kc, FromWorkspace)
+}
+
+func found(kc, from string) (*Found, error) {
+	f := &Found{Kubeconfig: kc, From: from}
+	s, err := Read(filepath.Dir(kc))
+	switch {
+	case errors.Is(err, ErrNoCluster):
+	case err != nil:
+		return nil, err
+	default:
+		f.State = s
+	}
+	return f, nil
+}

@@ -1,0 +1,296 @@
+// Package miniapiserver is the whole stack of labs 03 and 04 in one
+// process: lab 03's API server (handlers, WatchServer, TLS, token) serving
+// ConfigMaps and Pods, each from lab 04's Cacher, over lab 04's etcd3
+// storage, over an embedded etcd. kubectl, curl and client-go informers talk
+// to it as to a kube-apiserver, and /metrics shows what the Cacher does.
+//
+// Upstream: what kube-apiserver wires for every resource in
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/storage_factory.go
+// (StorageWithCacher: an etcd3 store, then cacher.NewCacherFromConfig in
+// front of it, with the resource's KeyFunc, GetAttrsFunc and IndexerFuncs)
+// and pkg/storage/storagebackend/factory/etcd3.go (one etcd client shared by
+// every resource). Left out: everything kube-apiserver does around storage
+// (admission, validation, authorization, aggregation, more resources), etcd
+// TLS, and the Prometheus metrics upstream registers inside the Cacher: here
+// the Cacher keeps plain counters and this package exports them.
+package miniapiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/cacher"
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/embeddedetcd"
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/etcd3"
+)
+
+// Config is what cmd/miniapiserver's flags set.
+type Config struct {
+	// Listen is host:port; the host must be 127.0.0.1. Port 0 picks a free one.
+	Listen string
+	// KubeconfigOut is where the kubeconfig is written (mode 0600). Empty: a
+	// file in a temporary directory, removed by Close.
+	KubeconfigOut string
+	// EtcdDir is etcd's data directory. Empty: a temporary directory,
+	// removed by Close. Start a server on the directory of a stopped one
+	// and it serves the same objects at the same resourceVersions.
+	EtcdDir string
+	// ErrorLog receives errors of the HTTP server. Default os.Stderr.
+	ErrorLog io.Writer
+}
+
+// Instance is a running miniapiserver.
+type Instance struct {
+	URL            string // https://127.0.0.1:PORT
+	Token          string
+	CAPEM          []byte
+	KubeconfigPath string
+	EtcdDir        string
+
+	cfg     Config
+	tempDir string // EtcdDir when Config gave none
+
+	// mu guards the parts below, which Restart replaces.
+	mu      sync.Mutex
+	etcd    *embeddedetcd.Server
+	api     *apiserver.Instance
+	cachers map[string]*cacher.Cacher // by resource, "configmaps" and "pods"
+	closed  bool
+}
+
+// Start starts etcd, a Cacher per resource, and the API server, and returns
+// when the caches are loaded and the server listens.
+func Start(cfg Config) (*Instance, error) {
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
+	}
+	if host != "127.0.0.1" {
+		return nil, fmt.Errorf("--listen %q: only 127.0.0.1 is allowed: this server has one token and no authorization", cfg.Listen)
+	}
+	if cfg.ErrorLog == nil {
+		cfg.ErrorLog = os.Stderr
+	}
+	in := &Instance{cfg: cfg, EtcdDir: cfg.EtcdDir}
+	if in.EtcdDir == "" {
+		if in.tempDir, err = os.MkdirTemp("", "miniapiserver-etcd-"); err != nil {
+			return nil, err
+		}
+		in.EtcdDir = in.tempDir
+	}
+	if err := in.start(cfg.Listen, nil); err != nil {
+		in.removeTemp()
+		return nil, err
+	}
+	return in, nil
+}
+
+// start brings up etcd, the Cachers and the API server on listen, with the
+// given identity (nil: a new CA and token).
+func (in *Instance) start(listen string, identity *apiserver.Identity) error {
+	etcd, err := embeddedetcd.Start(embeddedetcd.Config{Dir: in.EtcdDir})
+	if err != nil {
+		return err
+	}
+	cachers := map[string]*cacher.Cacher{}
+	stopAll := func() {
+		for _, c := range cachers {
+			c.Stop()
+		}
+		etcd.Close()
+	}
+	api, err := apiserver.Start(apiserver.Config{
+		Listen:        listen,
+		KubeconfigOut: in.cfg.KubeconfigOut,
+		ErrorLog:      in.cfg.ErrorLog,
+		Identity:      identity,
+		Handlers: map[string]http.Handler{
+			"GET /metrics":      metricsHandler(in),
+			"POST /lab/compact": http.HandlerFunc(in.serveCompact),
+		},
+		Storage: func(r *apiserver.Resource) (storage.Interface, func(), error) {
+			c, err := newCacher(etcd.Client, r)
+			if err != nil {
+				return nil, nil, err
+			}
+			cachers[r.GroupResource.Resource] = c
+			return c, c.Stop, nil
+		},
+	})
+	if err != nil {
+		stopAll()
+		return err
+	}
+	// Serve nothing before every cache is loaded: a LIST would wait anyway,
+	// and a test that starts the server expects it ready.
+	for name, c := range cachers {
+		err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return c.Ready(), nil })
+		if err != nil {
+			api.Close()
+			etcd.Close()
+			return fmt.Errorf("the %s cache did not load within 30s", name)
+		}
+	}
+	in.mu.Lock()
+	in.etcd, in.api, in.cachers = etcd, api, cachers
+	in.URL, in.Token, in.CAPEM, in.KubeconfigPath = api.URL, api.Token, api.CAPEM, api.KubeconfigPath
+	in.mu.Unlock()
+	return nil
+}
+
+// newCacher builds a resource's storage the way StorageWithCacher does: an
+// etcd3 store for the resource's keys, and a Cacher in front of it with the
+// resource's key, attribute and trigger functions.
+func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, error) {
+	// Lab 03's keys are /registry/<resource>/<ns>/<name>, the full etcd
+	// key of a real cluster, so the store adds no prefix of its own.
+	store, err := etcd3.New(etcd3.Config{
+		Client:         client,
+		Codec:          codec(),
+		NewFunc:        r.NewFunc,
+		NewListFunc:    r.NewListFunc,
+		Prefix:         "/",
+		ResourcePrefix: r.ResourcePrefix,
+		GroupResource:  r.GroupResource,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cacher.NewCacherFromConfig(cacher.Config{
+		Storage:        store,
+		GroupResource:  r.GroupResource,
+		ResourcePrefix: r.ResourcePrefix,
+		KeyFunc:        r.KeyFunc,
+		GetAttrsFunc:   r.GetAttrsFunc,
+		IndexerFuncs:   r.IndexerFuncs,
+		NewFunc:        r.NewFunc,
+		NewListFunc:    r.NewListFunc,
+	})
+}
+
+// codec stores core/v1 objects in etcd as JSON with apiVersion and kind
+// (kube-apiserver stores protobuf; JSON lets `etcdctl get` show them).
+func codec() runtime.Codec {
+	s := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
+	return runtime.NewCodec(scheme.Codecs.EncoderForVersion(s, v1.SchemeGroupVersion), scheme.Codecs.UniversalDeserializer())
+}
+
+// Storage is the Cacher a resource is served from (to seed objects from Go).
+func (in *Instance) Storage(r *apiserver.Resource) storage.Interface {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.api.Storage(r)
+}
+
+// Metrics returns the Cacher's counters for a resource ("pods", "configmaps").
+func (in *Instance) Metrics(resource string) (cacher.Metrics, bool) {
+	in.mu.Lock()
+	c := in.cachers[resource]
+	in.mu.Unlock()
+	if c == nil {
+		return cacher.Metrics{}, false
+	}
+	return c.Metrics(), true
+}
+
+// Compact compacts etcd's history up to its current revision, as
+// kube-apiserver's compactor does every 5 minutes
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go). It returns the
+// revision: reads of older revisions from etcd are now 410 Expired.
+func (in *Instance) Compact(ctx context.Context) (int64, error) {
+	in.mu.Lock()
+	etcd := in.etcd
+	in.mu.Unlock()
+	if etcd == nil {
+		return 0, errors.New("miniapiserver is closed")
+	}
+	resp, err := etcd.Client.Get(ctx, "compact-probe") // any key: the header has the revision
+	if err != nil {
+		return 0, err
+	}
+	rev := resp.Header.Revision
+	if _, err := etcd.Client.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return 0, err
+	}
+	return rev, nil
+}
+
+// serveCompact is POST /lab/compact, a lab tool (no kube-apiserver has it):
+// compact etcd now, answer {"revision":N}.
+func (in *Instance) serveCompact(w http.ResponseWriter, req *http.Request) {
+	rev, err := in.Compact(req.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, "{\"revision\":%d}\n", rev)
+}
+
+// Restart stops the API server, the Cachers and etcd, and starts them again
+// on the same etcd directory, address, CA and token: to its clients it is a
+// kube-apiserver restart (their connections end; the kubeconfig still
+// works). The new Cachers list etcd afresh, so their rings are empty.
+func (in *Instance) Restart() error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return errors.New("miniapiserver is closed")
+	}
+	api, etcd := in.api, in.etcd
+	in.mu.Unlock()
+	identity := api.Identity()
+	listen := strings.TrimPrefix(api.URL, "https://")
+	api.Close() // ends every watch, stops the Cachers (the storages' release)
+	etcd.Close()
+	in.mu.Lock()
+	in.api, in.etcd, in.cachers = nil, nil, nil
+	in.mu.Unlock()
+	return in.start(listen, &identity)
+}
+
+// Close stops everything and removes what Start created in temporary
+// directories.
+func (in *Instance) Close() error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.closed = true
+	api, etcd := in.api, in.etcd
+	in.mu.Unlock()
+	var err error
+	if api != nil {
+		err = api.Close()
+	}
+	if etcd != nil {
+		etcd.Close()
+	}
+	in.removeTemp()
+	return err
+}
+
+func (in *Instance) removeTemp() {
+	if in.tempDir != "" {
+		os.RemoveAll(in.tempDir)
+	}
+}
