@@ -52,26 +52,48 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 			fail("go vet -tags exercise ./... fails:\n%s", indent(string(out)))
 			continue
 		}
+		// Steps 1 and 3 run every exercise's tests in one go test each (the
+		// same binary as one at a time: all stubs, or none); step 2 needs
+		// one run per exercise, its own stub replaced.
+		var ready []*Exercise
+		var refsAll []TestRef
 		for i := range exs {
 			ex := &exs[i]
-			u.printf("lab %s %s\n", lab.Num, ex.Name)
 			if err := checkExerciseFiles(lab, ex); err != nil {
+				u.printf("lab %s %s\n", lab.Num, ex.Name)
 				fail("%v", err)
 				continue
 			}
 			refs := quickTests([]Exercise{*ex}, withCluster)
 			if len(refs) == 0 {
+				u.printf("lab %s %s\n", lab.Num, ex.Name)
 				fail("no test checks it without a cluster (use --cluster)")
 				continue
 			}
+			ready = append(ready, ex)
+			refsAll = append(refsAll, refs...)
+		}
+		if len(ready) == 0 {
+			continue
+		}
+		u.start(fmt.Sprintf("lab %s: the exercises' tests, exercise mode as shipped", lab.Num))
+		shipped, err := runTests(ctx, lab, refsAll, testRun{exercise: true, timeout: testTimeout, ui: u})
+		u.done()
+		if err != nil {
+			fail("%v", err)
+			continue
+		}
+		u.start(fmt.Sprintf("lab %s: the exercises' tests, solution mode", lab.Num))
+		solved, err := runTests(ctx, lab, refsAll, testRun{timeout: testTimeout, ui: u})
+		u.done()
+		if err != nil {
+			fail("%v", err)
+			continue
+		}
+		for _, ex := range ready {
+			u.printf("lab %s %s\n", lab.Num, ex.Name)
 			// 1. As shipped: fails, and says which exercise and file.
-			u.start(fmt.Sprintf("lab %s %s: exercise mode, as shipped", lab.Num, ex.Name))
-			res, err := runTests(ctx, lab, refs, testRun{exercise: true, timeout: testTimeout, ui: u})
-			u.done()
-			if err != nil {
-				fail("%v", err)
-				continue
-			}
+			res := resultsOf(shipped, ex, withCluster)
 			if passed(res) {
 				fail("its tests pass with the stub: the exercise removes nothing they check")
 			} else {
@@ -93,7 +115,7 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 				continue
 			}
 			u.start(fmt.Sprintf("lab %s %s: exercise mode, solved", lab.Num, ex.Name))
-			res, err = runTests(ctx, lab, refs, testRun{exercise: true, overlay: overlay, timeout: testTimeout, ui: u})
+			res, err = runTests(ctx, lab, quickTests([]Exercise{*ex}, withCluster), testRun{exercise: true, overlay: overlay, timeout: testTimeout, ui: u})
 			u.done()
 			cleanup()
 			switch {
@@ -105,15 +127,10 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 				u.printf("  ok   exercise mode with the solution written in: passes\n")
 			}
 			// 3. Solution mode.
-			u.start(fmt.Sprintf("lab %s %s: solution mode", lab.Num, ex.Name))
-			res, err = runTests(ctx, lab, refs, testRun{timeout: testTimeout, ui: u})
-			u.done()
-			switch {
-			case err != nil:
-				fail("%v", err)
-			case !passed(res):
+			res = resultsOf(solved, ex, withCluster)
+			if !passed(res) {
 				fail("solution mode fails: %s\n%s", failedNames(res), indent(firstFailure(res)))
-			default:
+			} else {
 				u.printf("  ok   solution mode: passes\n")
 			}
 		}
@@ -127,6 +144,20 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 	}
 	u.printf("%s\n", u.green("verify: every exercise fails as shipped and passes once solved"))
 	return 0
+}
+
+// resultsOf picks ex's tests from a run of several exercises' tests.
+func resultsOf(all []TestResult, ex *Exercise, withCluster bool) []TestResult {
+	var out []TestResult
+	for _, t := range quickTests([]Exercise{*ex}, withCluster) {
+		for _, r := range all {
+			if r.Ref.Package == t.Package && r.Ref.Run == t.Run {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // checkExerciseFiles: the stub and the solution exist with the right build lines.

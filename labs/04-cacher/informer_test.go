@@ -26,6 +26,7 @@ import (
 // again from the last resourceVersion it saw, which the restarted Cacher
 // (listed from the same etcd) can serve.
 func TestInformerThroughCompactionAndRestart(t *testing.T) {
+	checksExercise(t, "cache-watcher-convert")
 	in, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", KubeconfigOut: t.TempDir() + "/mini.kubeconfig", EtcdDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
