@@ -100,7 +100,7 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 				for _, r := range res {
 					if r.Status == "fail" && !strings.Contains(r.Ref.Run, "/") &&
 						!(strings.Contains(r.Output, "exercise "+ex.Name) && strings.Contains(r.Output, ex.File)) {
-						fail("%s fails without naming the exercise and %s (call checksExercise)", r.Ref, ex.File)
+						fail("%s fails without naming the exercise and %s (call labkit.ChecksExercise)", r.Ref, ex.File)
 					}
 					if r.Status == "did not run" {
 						fail("%s did not run (build error, panic or timeout):\n%s", r.Ref, indent(r.Output))

@@ -19,6 +19,6 @@ func TestMain(m *testing.M) {
 // cluster. One exercise: go test -run TestScripts/too-old
 func TestScripts(t *testing.T) {
 	// In exercise mode the script go-watch fails until both are written.
-	checksExercise(t, "watch-query", "refused-watch")
+	labkit.ChecksExercise(t, "watch-query", "refused-watch")
 	labkit.RunScripts(t, "testdata/script", labkit.Options{})
 }

@@ -20,6 +20,6 @@ func TestMain(m *testing.M) {
 // (see scriptcmds_test.go). One exercise: go test -run TestScripts/bookmarks
 func TestScripts(t *testing.T) {
 	// In exercise mode the script relist_after_apiserver_restart fails until relist-on-410 is written.
-	checksExercise(t, "relist-on-410")
+	labkit.ChecksExercise(t, "relist-on-410")
 	labkit.RunScripts(t, "testdata/script", labkit.Options{Cmds: scriptCommands()})
 }

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 func TestScripts(t *testing.T) {
 	// In exercise mode the script too-old fails until too-old-rv is written.
-	checksExercise(t, "too-old-rv")
+	labkit.ChecksExercise(t, "too-old-rv")
 	labkit.RunScripts(t, "testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{"lab": startLab},
 		RunOn:   []string{labkit.TargetReal, "lab"},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/miniapiserver"
 )
 
@@ -26,7 +27,7 @@ import (
 // again from the last resourceVersion it saw, which the restarted Cacher
 // (listed from the same etcd) can serve.
 func TestInformerThroughCompactionAndRestart(t *testing.T) {
-	checksExercise(t, "cache-watcher-convert")
+	labkit.ChecksExercise(t, "cache-watcher-convert")
 	in, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", KubeconfigOut: t.TempDir() + "/mini.kubeconfig", EtcdDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs this lab's exercises on the miniapiserver.
 func TestScripts(t *testing.T) {
 	// In exercise mode one-etcd-watch and node-trigger fail until these are written.
-	checksExercise(t, "cache-watcher-convert", "trigger-values")
+	labkit.ChecksExercise(t, "cache-watcher-convert", "trigger-values")
 	labkit.RunScripts(t, "testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{"mini": startMini},
 		RunOn:   []string{"mini"},
@@ -65,7 +65,7 @@ func TestScripts(t *testing.T) {
 // lives in lab 03's internal package): the one script that runs it skips
 // itself on mini. `informer` is labkit.ClientGoInformer, as in lab 03.
 func TestLab03ScriptsOnMini(t *testing.T) {
-	checksExercise(t, "cache-watcher-convert")
+	labkit.ChecksExercise(t, "cache-watcher-convert")
 	labkit.RunScripts(t, "../03-watchserver/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{"mini": startMini},
 		RunOn:   []string{"mini"},
@@ -78,7 +78,7 @@ func TestLab03ScriptsOnMini(t *testing.T) {
 func TestLab01ScriptsOnMini(t *testing.T) {
 	// chunked also needs lab 03's flush-when-idle: the miniapiserver
 	// serves through lab 03's WatchServer, and -tags exercise builds its stub too.
-	checksExercise(t, "cache-watcher-convert")
+	labkit.ChecksExercise(t, "cache-watcher-convert")
 	labkit.RunScripts(t, "../01-watch-curl/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{"mini": startMini},
 		RunOn:   []string{"mini"},

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 func TestScripts(t *testing.T) {
 	// In exercise mode the relist and podsbynode scripts fail until these are written.
-	checksExercise(t, "relist-final-state-unknown", "index-delete")
+	labkit.ChecksExercise(t, "relist-final-state-unknown", "index-delete")
 	labkit.RunScripts(t, "testdata/script", labkit.Options{Cmds: map[string]func(*testscript.TestScript, bool, []string){
 		"freshlist": cmdFreshList,
 		"converged": cmdConverged,

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"go.uber.org/goleak"
 )
 
@@ -61,7 +62,7 @@ func TestDecodeRecordedStream(t *testing.T) {
 }
 
 func TestDecodeBrokenStreams(t *testing.T) {
-	checksExercise(t, "cut-off-stream")
+	labkit.ChecksExercise(t, "cut-off-stream")
 	for name, tc := range map[string]struct {
 		in   string
 		want error
@@ -130,7 +131,7 @@ func TestDecoderReturnsEventsAsTheyArrive(t *testing.T) {
 }
 
 func TestOptionsQuery(t *testing.T) {
-	checksExercise(t, "watch-query")
+	labkit.ChecksExercise(t, "watch-query")
 	got := Options{ResourceVersion: "42", AllowWatchBookmarks: true, TimeoutSeconds: 30, LabelSelector: "tier=web"}.Query()
 	want := "allowWatchBookmarks=true&labelSelector=tier%3Dweb&resourceVersion=42&timeoutSeconds=30&watch=1"
 	if got != want {
@@ -143,7 +144,7 @@ func TestOptionsQuery(t *testing.T) {
 // httptest, answers as v1.36.4 does to resourceVersion=abc; the go-watch
 // exercise shows the real one).
 func TestOpenRefused(t *testing.T) {
-	checksExercise(t, "refused-watch")
+	labkit.ChecksExercise(t, "refused-watch")
 	defer goleak.VerifyNone(t)
 	status := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"resourceVersion: Invalid value: \"abc\"","code":500}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

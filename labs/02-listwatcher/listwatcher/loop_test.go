@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
@@ -68,7 +69,7 @@ func describe(s Step) string {
 // connection cut mid-frame (which ends the watch as silently as a timeout),
 // a frame that is not a watch event.
 func TestListAndWatch(t *testing.T) {
-	checksExercise(t, "relist-on-410")
+	labkit.ChecksExercise(t, "relist-on-410")
 	f := newFakeAPIServer(t,
 		answer(200, list("10", "", "a")),
 		stream(cm("ADDED", "b", "11"), bookmark("15", false)), // then the server ends the watch
@@ -120,7 +121,7 @@ func TestListAndWatch(t *testing.T) {
 // again before its delay has passed, and does once it has, without waiting
 // 2 minutes of wall-clock time.
 func TestListAndWatchUnreachable(t *testing.T) {
-	checksExercise(t, "backoff-delay")
+	labkit.ChecksExercise(t, "backoff-delay")
 	f := newFakeAPIServer(t)
 	f.srv.Close() // nothing listens on its port any more
 	fakeClock := clocktesting.NewFakeClock(time.Now())
@@ -188,7 +189,7 @@ func TestListAndWatchUnreachable(t *testing.T) {
 // TestListAndWatchStreamingList: objects of the initial list arrive in key
 // order with unordered RVs; the RV to resume from is the bookmark's.
 func TestListAndWatchStreamingList(t *testing.T) {
-	checksExercise(t, "resume-rv")
+	labkit.ChecksExercise(t, "resume-rv")
 	f := newFakeAPIServer(t,
 		stream(cm("ADDED", "a", "7"), cm("ADDED", "b", "3"), bookmark("9", true), cm("MODIFIED", "a", "10")),
 	)

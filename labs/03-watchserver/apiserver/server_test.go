@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/memstorage"
 )
 
@@ -129,7 +130,7 @@ func TestInformerSeesCreateUpdateDelete(t *testing.T) {
 
 // TestTooOldOverHTTP: the 410 arrives as an ERROR event in a 200 stream.
 func TestTooOldOverHTTP(t *testing.T) {
-	checksExercise(t, "too-old-rv")
+	labkit.ChecksExercise(t, "too-old-rv")
 	in, restCfg, _ := startInstance(t, Config{HistorySize: 2})
 	client := kubernetes.NewForConfigOrDie(restCfg)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,7 +135,7 @@ func TestWatchFromResourceVersionReplaysHistory(t *testing.T) {
 }
 
 func TestTooOldResourceVersionIsExpired(t *testing.T) {
-	checksExercise(t, "too-old-rv")
+	labkit.ChecksExercise(t, "too-old-rv")
 	s := newStorage(2)
 	for _, n := range []string{"a", "b", "c", "d"} { // RVs 1..4; history keeps 3, 4
 		create(t, s, cm(n, nil))
@@ -214,7 +215,7 @@ func TestSingleKeyWatch(t *testing.T) {
 }
 
 func TestSlowWatcherIsTerminatedNotWaitedFor(t *testing.T) {
-	checksExercise(t, "slow-watcher-cutoff")
+	labkit.ChecksExercise(t, "slow-watcher-cutoff")
 	s := newStorage(10)
 	opts := watchOpts("0", nil)
 	opts.SendInitialEvents = ptr(false)

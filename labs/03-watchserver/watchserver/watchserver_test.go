@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"go.uber.org/goleak"
 	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,7 @@ type flushCounter struct {
 func (f *flushCounter) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
 
 func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
-	checksExercise(t, "flush-when-idle")
+	labkit.ChecksExercise(t, "flush-when-idle")
 	src := newFakeSource(5)
 	var want strings.Builder
 	for i := 1; i <= 5; i++ {
@@ -106,7 +107,7 @@ func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
 }
 
 func TestEveryLoneEventIsFlushed(t *testing.T) {
-	checksExercise(t, "flush-when-idle")
+	labkit.ChecksExercise(t, "flush-when-idle")
 	src := newFakeSource(0) // unbuffered: never a second event waiting
 	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
 	done := make(chan struct{})

@@ -18,13 +18,14 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
 func everything() storage.SelectionPredicate { return labtest.Predicate(nil, nil) }
 
 func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
-	checksExercise(t, "cache-watcher-convert")
+	labkit.ChecksExercise(t, "cache-watcher-convert")
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	ctx := context.Background()
@@ -74,7 +75,7 @@ func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
 }
 
 func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {
-	checksExercise(t, "trigger-values", "cache-watcher-convert")
+	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	ctx := context.Background()

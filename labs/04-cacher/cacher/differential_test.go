@@ -20,6 +20,7 @@ import (
 	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 	"k8s.io/utils/clock"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -29,7 +30,7 @@ import (
 // about upstream's behaviour checkable: selector changes as DELETED, the
 // trigger index, the 410 wording, the streaming list's bookmark.
 func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
-	checksExercise(t, "trigger-values", "cache-watcher-convert")
+	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	// Upstream's waitUntilFreshAndBlock starts a goroutine that wakes its
 	// waiters after blockTimeout (3 s) and lives that long even when the
 	// wait ended at once (watch_cache.go): not a leak of ours.

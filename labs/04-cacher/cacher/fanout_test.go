@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -74,7 +75,7 @@ func consume(w watch.Interface, r *received, wg *sync.WaitGroup) {
 }
 
 func TestFanOutEveryWatcherGetsExactlyItsEvents(t *testing.T) {
-	checksExercise(t, "trigger-values", "cache-watcher-convert")
+	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	checkLeaks(t)
 	numWatchers, numWrites := 200, 2000
 	if os.Getenv("LAB04_SOAK") == "1" {

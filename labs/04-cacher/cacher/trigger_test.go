@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/clock"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -19,7 +20,7 @@ import (
 // (it must see the pod leave), each once, and not to node-2's. It checks
 // watchersFor alone (trigger.go), without the events' conversion.
 func TestTriggeredWatchersOfOldAndNewValue(t *testing.T) {
-	checksExercise(t, "trigger-values")
+	labkit.ChecksExercise(t, "trigger-values")
 	e := newPodEnv(t, clock.RealClock{})
 	watchers := map[string]*cacheWatcher{}
 	for _, node := range []string{"", "node-1", "node-2", "node-3"} {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -152,7 +153,7 @@ func TestSuggestedWatchChannelSize(t *testing.T) {
 }
 
 func TestTimeBudget(t *testing.T) {
-	checksExercise(t, "time-budget")
+	labkit.ChecksExercise(t, "time-budget")
 	clk := testingclock.NewFakeClock(time.Now())
 	b := newTimeBudget(clk)
 	if got := b.takeAvailable(); got != 0 {

@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -252,7 +253,7 @@ func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, 
 // handler (per step, per object in order), the final cache and the final
 // resourceVersions are identical between our informer and client-go's.
 func TestDifferentialRandomScenarios(t *testing.T) {
-	checksExercise(t, "relist-final-state-unknown")
+	labkit.ChecksExercise(t, "relist-final-state-unknown")
 	seeds := uint64(30)
 	if testing.Short() {
 		seeds = 5

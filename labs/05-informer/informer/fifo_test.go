@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -114,7 +115,7 @@ func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 // TestDeltaFIFOCollapsesDeletes: a Deleted after a Deleted is dropped, and
 // a delete that knows the final state wins over a DeletedFinalStateUnknown.
 func TestDeltaFIFOCollapsesDeletes(t *testing.T) {
-	checksExercise(t, "dedup-deletes")
+	labkit.ChecksExercise(t, "dedup-deletes")
 	q := NewDeltaFIFO(NewIndexer(nil), nil)
 	a := activeCM("a", "1", false)
 	must(t, q.Add(a))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -20,7 +21,7 @@ import (
 // (every key under a value is an object whose index function returns that
 // value, and no value has an empty set).
 func TestIndexerProperty(t *testing.T) {
-	checksExercise(t, "index-delete")
+	labkit.ChecksExercise(t, "index-delete")
 	indexers := Indexers{NamespaceIndex: NamespaceIndexFunc, NodeNameIndex: NodeNameIndexFunc, "app": LabelIndexFunc("app")}
 	oracleIndexers := cache.Indexers{}
 	for name, f := range indexers {

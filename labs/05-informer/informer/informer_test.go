@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -190,7 +191,7 @@ func TestResyncIsNotARelist(t *testing.T) {
 // OnUpdate with the same resourceVersion (a new handler is "syncing" until
 // the first resync check, as upstream's); changed ones as a real update.
 func TestRelistDeletesWithFinalStateUnknown(t *testing.T) {
-	checksExercise(t, "relist-final-state-unknown")
+	labkit.ChecksExercise(t, "relist-final-state-unknown")
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(nil)
 		srv.create("a", "1")

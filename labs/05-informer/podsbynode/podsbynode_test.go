@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/05-informer/informer"
 )
 
@@ -24,7 +25,7 @@ import (
 // a relist, where deletions arrive as DeletedFinalStateUnknown). After each
 // round the published counts equal the counts of the fake's LIST.
 func TestCountsStayExactUnderChurn(t *testing.T) {
-	checksExercise(t, "index-delete", "relist-final-state-unknown")
+	labkit.ChecksExercise(t, "index-delete", "relist-final-state-unknown")
 	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { churn(t, seed) })

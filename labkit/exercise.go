@@ -1,4 +1,7 @@
-package watchapi
+package labkit
+
+// Exercise mode (go test -tags exercise): a failing check names the
+// exercise it checks and the file to write, from the lab's exercises.json.
 
 import (
 	"encoding/json"
@@ -9,11 +12,11 @@ import (
 	"testing"
 )
 
-// checksExercise marks t as a check of the named exercises of this lab
+// ChecksExercise marks t as a check of the named exercises of this lab
 // (exercises.json at the lab's root). When t fails, its last lines say which
 // exercise it checks and which file to edit: a learner in exercise mode
 // (go test -tags exercise) sees what to write, not only what broke.
-func checksExercise(t *testing.T, names ...string) {
+func ChecksExercise(t *testing.T, names ...string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if !t.Failed() {
