@@ -197,7 +197,7 @@ func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, 
 		done := make(chan struct{})
 		go func() { defer close(done); inf.run(ctx) }()
 		settle := func(d time.Duration) {
-			time.Sleep(d)
+			time.Sleep(d) // inside synctest: the bubble's fake clock moves, at once
 			synctest.Wait()
 			for i, r := range recs {
 				if !wasSynced[i] && synced[i]() {
@@ -337,7 +337,7 @@ func TestDifferentialResync(t *testing.T) {
 			done := make(chan struct{})
 			go func() { defer close(done); runInformer(ctx) }()
 			for i, d := range []time.Duration{10, 25, 20, 40} {
-				time.Sleep(d * time.Second)
+				time.Sleep(d * time.Second) // fake time (synctest): no wall-clock wait
 				synctest.Wait()
 				if i == 1 {
 					srv.update("a", "1")
