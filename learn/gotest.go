@@ -213,14 +213,16 @@ func passed(results []TestResult) bool {
 	return true
 }
 
-// failingTests runs every test of the lab in exercise mode and returns the
-// tests that failed, as TestRefs (package relative to the lab).
-func failingTests(ctx context.Context, lab *Lab, u *ui) ([]TestRef, error) {
-	mod, err := modulePath(lab.Dir)
-	if err != nil {
-		return nil, err
+// runPackage runs every test of one package of the lab in exercise mode,
+// except those skip matches (go test -skip), and returns a result for each
+// test and subtest that ran. A package that fails with no failing test did
+// not build, or its binary died (a panic, the timeout): that is an error.
+func runPackage(ctx context.Context, lab *Lab, pkg, skip string, u *ui) ([]TestResult, error) {
+	args := []string{"test", "-json", "-count=1", "-tags", "exercise", "-timeout", testTimeout.String()}
+	if skip != "" {
+		args = append(args, "-skip", skip)
 	}
-	cmd := exec.CommandContext(ctx, "go", "test", "-json", "-count=1", "-tags", "exercise", "-timeout", "20m", "./...")
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = lab.Dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -231,36 +233,50 @@ func failingTests(ctx context.Context, lab *Lab, u *ui) ([]TestRef, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	var failed []TestRef
-	buildFailed := map[string]bool{}
+	var order []string
+	byName := map[string]*TestResult{}
+	var pkgOut strings.Builder
+	pkgFailed := false
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var ev struct{ Action, Package, Test string }
+		var ev struct{ Action, Test, Output string }
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
-		if ev.Test != "" {
-			u.progress(ev.Test)
+		if ev.Test == "" {
+			if ev.Action == "output" || ev.Action == "build-output" {
+				pkgOut.WriteString(ev.Output)
+			}
+			pkgFailed = pkgFailed || ev.Action == "fail"
+			continue
 		}
-		pkg := "." + strings.TrimPrefix(ev.Package, mod)
-		if ev.Action == "fail" && ev.Test != "" {
-			failed = append(failed, TestRef{Package: pkg, Run: ev.Test})
+		u.progress(ev.Test)
+		r := byName[ev.Test]
+		if r == nil {
+			r = &TestResult{Ref: TestRef{Package: pkg, Run: ev.Test}, Status: "did not run"}
+			byName[ev.Test] = r
+			order = append(order, ev.Test)
 		}
-		if ev.Action == "fail" && ev.Test == "" {
-			buildFailed[pkg] = true
+		switch ev.Action {
+		case "output":
+			r.Output += ev.Output
+		case "pass", "fail", "skip":
+			r.Status = ev.Action
 		}
 	}
-	cmd.Wait()
-	// A package that failed with no failing test did not build, or died.
-	for pkg := range buildFailed {
-		found := false
-		for _, f := range failed {
-			found = found || f.Package == pkg
-		}
-		if !found {
-			return failed, fmt.Errorf("package %s failed in exercise mode without a failing test (build error or crash):\n%s", pkg, stderr.String())
-		}
+	werr := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	return failed, nil
+	results := make([]TestResult, 0, len(order))
+	anyFailed := false
+	for _, name := range order {
+		results = append(results, *byName[name])
+		anyFailed = anyFailed || byName[name].Status == "fail"
+	}
+	if (pkgFailed || werr != nil) && !anyFailed {
+		return results, fmt.Errorf("failed in exercise mode without a failing test (build error, panic or timeout):\n%s", indent(pkgOut.String()+stderr.String()))
+	}
+	return results, nil
 }

@@ -28,33 +28,47 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 	}
 }
 
-// steps [-any-end] [-f FIELD]... FILE: print the transcript of `listwatch -o
-// json` output: labkit's transcript for the LISTs and events, and one line
-// per step of the loop (WATCH, WATCH-END, RELIST, BACKOFF). With -any-end, a
-// watch that broke and one the server closed both show as "WATCH-END" (410
-// still shows): for an apiserver going down, which of the two happens is
-// timing, and the loop does the same after either.
+// steps [-any-end] [-no-trailing-bookmark] [-f FIELD]... FILE: print the
+// transcript of `listwatch -o json` output: labkit's transcript for the LISTs
+// and events, and one line per step of the loop (WATCH, WATCH-END, RELIST,
+// BACKOFF). With -any-end, a watch that broke and one the server closed both
+// show as "WATCH-END" (410 still shows): for an apiserver going down, which
+// of the two happens is timing, and the loop does the same after either.
+// With -no-trailing-bookmark, plain BOOKMARKs after the last other line are
+// left out: the apiserver sends a watcher a bookmark on its own timer (about
+// once a minute), and one can land between the script's last event and its
+// `kill`.
 func cmdSteps(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! steps")
 	}
 	var fields []string
-	anyEnd := false
+	anyEnd, noTrailing := false, false
 	for len(args) >= 1 && strings.HasPrefix(args[0], "-") {
 		switch {
 		case args[0] == "-any-end":
 			anyEnd, args = true, args[1:]
+		case args[0] == "-no-trailing-bookmark":
+			noTrailing, args = true, args[1:]
 		case args[0] == "-f" && len(args) >= 2:
 			fields, args = append(fields, args[1]), args[2:]
 		default:
-			ts.Fatalf("usage: steps [-any-end] [-f FIELD]... FILE")
+			ts.Fatalf("usage: steps [-any-end] [-no-trailing-bookmark] [-f FIELD]... FILE")
 		}
 	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: steps [-any-end] [-f FIELD]... FILE")
+		ts.Fatalf("usage: steps [-any-end] [-no-trailing-bookmark] [-f FIELD]... FILE")
 	}
 	out, err := renderSteps([]byte(ts.ReadFile(args[0])), fields, anyEnd)
 	ts.Check(err)
+	if noTrailing {
+		lines := strings.SplitAfter(out, "\n")
+		for len(lines) > 0 && (lines[len(lines)-1] == "" ||
+			strings.HasPrefix(lines[len(lines)-1], "BOOKMARK ") && !strings.Contains(lines[len(lines)-1], "initial-events-end")) {
+			lines = lines[:len(lines)-1]
+		}
+		out = strings.Join(lines, "")
+	}
 	fmt.Fprint(ts.Stdout(), out)
 }
 
