@@ -211,3 +211,50 @@ func TestLineDiff(t *testing.T) {
 		t.Fatalf("lineDiff = %q, want %q", got, want)
 	}
 }
+
+// TestTagAffectedPackages: verify --full runs again, in exercise mode, only
+// the packages whose test binary the exercise tag changes. Every package that
+// holds a stub is among them, and so is every package importing one (lab
+// 04's cacher holds lab 04's stubs and imports lab 03's); lab 04's etcd3,
+// which imports neither, is not, and every package with tests is in exactly
+// one of the two lists.
+func TestTagAffectedPackages(t *testing.T) {
+	root, err := workspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labs, err := loadLabs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := findLab(labs, "04")
+	if err != nil {
+		t.Fatal(err)
+	}
+	affected, same, err := tagAffectedPackages(context.Background(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(list []string, pkg string) bool {
+		for _, p := range list {
+			if p == pkg {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ex := range lab.Exercises {
+		pkg := "./" + filepath.Dir(ex.File)
+		if !in(affected, pkg) {
+			t.Errorf("%s holds the stub of %s but is not affected: affected %v, same %v", pkg, ex.Name, affected, same)
+		}
+	}
+	for _, pkg := range []string{".", "./miniapiserver"} {
+		if !in(affected, pkg) {
+			t.Errorf("%s imports the cacher but is not affected: affected %v", pkg, affected)
+		}
+	}
+	if !in(same, "./etcd3") || in(affected, "./etcd3") {
+		t.Errorf("./etcd3 imports no stub, so its binary is the same in both modes: affected %v, same %v", affected, same)
+	}
+}

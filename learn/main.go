@@ -67,7 +67,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	solution := fs.Bool("solution", false, "check: run the tests without the stubs (the lab as shipped without -tags exercise)")
 	cluster := fs.Bool("cluster", false, "check, verify: also run the exercises' tests that need a cluster (slow in exercise mode)")
-	full := fs.Bool("full", false, "verify: also run every test of the lab in exercise mode and check that only the exercises' tests fail")
+	full := fs.Bool("full", false, "verify: also check that in exercise mode every test the exercises do not list passes (so only theirs fail)")
 	yes := fs.Bool("yes", false, "solution: do not ask for confirmation")
 	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
 	// Flags may come before or after the arguments.

@@ -7,8 +7,10 @@
 #
 #   scripts/check-exercises.sh                 every lab (about a minute)
 #   scripts/check-exercises.sh 05              one lab
-#   scripts/check-exercises.sh --full          also: every test of each lab in
-#                                              exercise mode, and only the exercises' fail (minutes; needs a cluster)
+#   scripts/check-exercises.sh --full          also: in exercise mode every other test passes, so
+#                                              only the exercises' tests fail (runs each package whose
+#                                              test binary the tag changes, the exercises' tests
+#                                              skipped; a few minutes; uses a cluster, as go test does)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export LABS_ROOT="$root"

@@ -4,13 +4,18 @@
 # up ($KUBECONFIG, else .cluster/kubeconfig); with none, it starts an embedded
 # one for the run and stops it at the end.
 #
-# What it runs, in order: the version and link checks (scripts/check-versions.sh,
-# scripts/check-links.sh); per module go vet, go test -race (RACE=0 leaves
-# the race detector out, for a quicker run; cluster/ never has it), every fuzz
-# target for FUZZTIME (default 10s), and every benchmark once (-benchtime=1x)
-# so none rots; then the README commands, the exercises and the diagrams;
-# last, the darwin cross-build and vet of every module (scripts/cross-build.sh). Speed is measured with go test -bench and
-# benchstat by hand, never here.
+# What it runs: the version and link checks (scripts/check-versions.sh,
+# scripts/check-links.sh); then two lanes at once, since most tests wait on a
+# server and one lane leaves half of a 2-core machine idle:
+#   - the modules, one after another: go vet, go test -race (RACE=0 leaves the
+#     race detector out, for a quicker run; cluster/ never has it), every fuzz
+#     target for FUZZTIME (default 10s), every benchmark once (-benchtime=1x)
+#     so none rots. Their output streams as it comes.
+#   - the course's checks: every README command as written, every exercise
+#     (scripts/check-exercises.sh --full), every diagram, and the darwin
+#     cross-vet of every module (scripts/cross-build.sh). Their output is
+#     kept in a log and printed when the modules are done.
+# Speed is measured with go test -bench and benchstat by hand, never here.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -33,6 +38,15 @@ if ! command -v curl >/dev/null; then
   need curl "install it with your package manager (apt-get install curl, brew install curl)"
 fi
 
+# On exit (or Ctrl-C): stop the checks lane, then the cluster we started.
+started="" checks_pid=""
+cleanup() {
+  [[ -n $checks_pid ]] && kill -- "-$checks_pid" 2>/dev/null
+  [[ -n $started ]] && { "$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"; }
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 checks_failed=0
 echo "test.sh: checking that every file names the pinned versions, and every upstream reference a real file"
 "$root/scripts/check-versions.sh" || checks_failed=1
@@ -46,7 +60,6 @@ labcluster="$root/.cluster/bin/labcluster"
 # .cluster/kubeconfig if it answers. It prints shell assignments (up, from,
 # kubeconfig, dir, apiserver, ...) and exits 0 when a cluster is up, 3 when
 # none is, 1 when $KUBECONFIG names one that does not answer (it says why).
-started=""
 found=$("$labcluster" status -o env)
 case $? in
 0)
@@ -57,7 +70,6 @@ case $? in
 3)
   # Our own cluster in a temporary directory, so a learner's .cluster/ is left alone.
   started=$(mktemp -d "${TMPDIR:-/tmp}/labcluster-test.XXXXXX")
-  trap '"$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"' EXIT
   "$labcluster" up --dir "$started" || exit 1
   export KUBECONFIG="$started/kubeconfig"
   ;;
@@ -70,6 +82,31 @@ esac
 # not be in go.work; it is tested all the same.
 modules=$(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work)
 grep -qx cluster <<<"$modules" || modules="cluster $modules"
+# The checks lane: the course's own promises, each checked the way a learner
+# would meet it: every command a README shows, run as written with the output
+# it shows (labkit's TestREADMECommands, in its own copy of the checkout);
+# every exercise fails as shipped, passes solved, and in exercise mode only
+# the exercises' tests fail; every mermaid diagram renders; every module
+# builds for macOS. It runs beside the modules and reports in its log.
+checks_log=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks.XXXXXX")
+checks_rc=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks-rc.XXXXXX")
+set -m # the lane gets its own process group, so cleanup can stop all of it
+(
+  rc=0
+  step() { echo "test.sh: $1"; shift; "$@" || rc=1; }
+  step "every command the READMEs show, run as written (labkit TestREADMECommands)" \
+    bash -c 'cd "$1/labkit" && go test -v -count=1 -run "^TestREADMECommands\$" . -args -readmes' _ "$root"
+  step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
+    "$root/scripts/check-exercises.sh" --full
+  step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
+  # Learners use macOS as often as Linux: every module must compile and vet there.
+  step "vetting every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
+  echo "$rc" >"$checks_rc"
+) >"$checks_log" 2>&1 </dev/null &
+checks_pid=$!
+set +m
+echo "test.sh: the README, exercise, diagram and macOS checks run alongside the modules (their log: $checks_log, printed at the end)"
+
 passed=0 failed=0 summary=()
 for m in $modules; do
   start=$SECONDS
@@ -108,28 +145,19 @@ for m in $modules; do
   fi
 done
 
-# The course's own promises, each checked the way a learner would meet it:
-# every command a README shows, run as written with the output it shows
-# (labkit's TestREADMECommands; it starts its own copy of the checkout);
-# every exercise fails as shipped in exercise mode and passes solved; every
-# mermaid diagram renders.
-echo "test.sh: every command the READMEs show, run as written (labkit TestREADMECommands)"
-(cd "$root/labkit" && go test -v -count=1 -run '^TestREADMECommands$' . -args -readmes) || checks_failed=1
-echo "test.sh: every exercise fails as shipped and passes solved (scripts/check-exercises.sh)"
-"$root/scripts/check-exercises.sh" || checks_failed=1
-echo "test.sh: every README diagram renders (scripts/render-diagrams.sh)"
-"$root/scripts/render-diagrams.sh" || checks_failed=1
-
-# Learners use macOS as often as Linux: every module must build and vet
-# there. Last, because the first run compiles the control plane twice more.
-echo "test.sh: cross-building and vetting every module for macOS (darwin/arm64, darwin/amd64)"
-"$root/scripts/cross-build.sh" || checks_failed=1
+echo "test.sh: modules done; the checks that ran alongside:"
+# Their log so far, then the rest as it comes, until the lane ends.
+tail -n +1 --pid="$checks_pid" -f "$checks_log" 2>/dev/null || cat "$checks_log"
+wait "$checks_pid"
+checks_pid=""
+[[ $(cat "$checks_rc" 2>/dev/null) == 0 ]] || checks_failed=1
+rm -f "$checks_log" "$checks_rc"
 
 echo
 echo "test.sh summary:"
 printf '  %s\n' "${summary[@]}"
 if [[ $checks_failed != 0 ]]; then
-  echo "  FAIL  checks (versions, links, README commands, exercises, diagrams or cross-build: see above)"
+  echo "  FAIL  checks (versions, links, README commands, exercises, diagrams or macOS vet: see above)"
 fi
 echo "modules: $passed passed, $failed failed"
 [[ $failed == 0 && $checks_failed == 0 ]]
