@@ -146,8 +146,20 @@ for m in $modules; do
 done
 
 echo "test.sh: modules done; the checks that ran alongside:"
-# Their log so far, then the rest as it comes, until the lane ends.
-tail -n +1 --pid="$checks_pid" -f "$checks_log" 2>/dev/null || cat "$checks_log"
+# Their log so far, then the rest as it comes, until the lane ends (a
+# portable tail -f --pid: macOS's tail has no --pid).
+offset=0
+while :; do
+  alive=0
+  kill -0 "$checks_pid" 2>/dev/null && alive=1
+  size=$(wc -c <"$checks_log")
+  if ((size > offset)); then
+    tail -c +$((offset + 1)) "$checks_log" | head -c $((size - offset))
+    offset=$size
+  fi
+  ((alive)) || break
+  sleep 1
+done
 wait "$checks_pid"
 checks_pid=""
 [[ $(cat "$checks_rc" 2>/dev/null) == 0 ]] || checks_failed=1
