@@ -485,3 +485,63 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling a condition, with a deadline
 	}
 }
+
+// TestTableWatchBookmark: in a watch that asks for Tables, the real
+// apiserver turns a BOOKMARK's object into a Table too: one row whose
+// object is the bookmark's metadata as a PartialObjectMetadata, the
+// initial-events-end annotation kept (asTable in
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go, reached
+// from watchEmbeddedEncoder.doEncode for every event). Ours sends the
+// bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
+func TestTableWatchBookmark(t *testing.T) {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	ns := fmt.Sprintf("tablebm-%d", time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	for _, s := range []struct {
+		name, url, token, want string
+		c                      *http.Client
+	}{
+		{"real", realURL, "", "Table/PartialObjectMetadata", real},
+		{"lab", labURL, labToken, "ConfigMap", lab},
+	} {
+		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
+		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"}}`)
+		_, body := get(t, s.c, base+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, table)
+		var bookmarks []string
+		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			var ev struct {
+				Type   string
+				Object struct {
+					Kind     string
+					Metadata struct{ Annotations map[string]string }
+					Rows     []struct {
+						Object struct {
+							Kind     string
+							Metadata struct{ Annotations map[string]string }
+						}
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: %v: %s", s.name, err, line)
+			}
+			if ev.Type != "BOOKMARK" {
+				continue
+			}
+			kind, ann := ev.Object.Kind, ev.Object.Metadata.Annotations
+			if kind == "Table" && len(ev.Object.Rows) == 1 {
+				kind += "/" + ev.Object.Rows[0].Object.Kind
+				ann = ev.Object.Rows[0].Object.Metadata.Annotations
+			}
+			bookmarks = append(bookmarks, kind+" initial-events-end="+ann["k8s.io/initial-events-end"])
+		}
+		if want := []string{s.want + " initial-events-end=true"}; !slices.Equal(bookmarks, want) {
+			t.Errorf("%s: bookmarks %q, want %q; body:\n%s", s.name, bookmarks, want, body)
+		}
+	}
+}
