@@ -20,6 +20,27 @@ package labkit
 //	<!-- check: vary REGEXP -->     what REGEXP matches differs from run to
 //	                                run (a count that depends on timing):
 //	                                compared as a placeholder
+//	<!-- check: shape: REASON -->  the output holds measurements (a
+//	                                benchmark's, a fuzzer's progress): every
+//	                                number not right after "=" is compared
+//	                                as a wildcard (so a sub-benchmark's
+//	                                name, objects=10000, still counts), and
+//	                                names, units, columns and the number of
+//	                                lines are compared as shown
+//	<!-- check: shape repeats: REASON -->
+//	                                as shape, and a run of lines of the same
+//	                                shape in a row matches a run of any
+//	                                length (at least one): how many times
+//	                                -count repeats a benchmark line, or how
+//	                                many progress lines a fuzzer prints
+//	                                (one every 3 s), is not compared
+//	<!-- check: run with NEW instead of OLD: REASON -->
+//	                                the block's one command runs with the
+//	                                text OLD (once in it) replaced by NEW,
+//	                                as the check's log says ("ran with
+//	                                -benchtime 1x instead of -benchtime 20x:
+//	                                takes minutes as written"); only with
+//	                                shape, as the numbers then differ
 //	<!-- check: background NAME [nowait] -->
 //	                                the block's one command runs in the
 //	                                background, as in a second terminal; the
@@ -113,12 +134,23 @@ type readmeStep struct {
 	// vary are patterns of what differs from run to run in this block's
 	// output beyond the normalizer's list (a count that depends on timing).
 	vary []*regexp.Regexp
+	// shape is why the block's output is compared by shape (numbers as
+	// wildcards); repeats: a run of same-shaped lines matches a run of any
+	// length.
+	shape   string
+	repeats bool
+	// instead are the block's command changes: instead[i][1] (as written)
+	// becomes instead[i][0], for instead[i][2] (the reason).
+	instead [][3]string
 	// brk is a one-line change made for this block only ("Break it"):
 	// in file brk[0] (relative to the README), brk[1] becomes brk[2].
 	brk []string
 }
 
-var directiveRE = regexp.MustCompile(`^\s*<!--\s*check:\s*(.*?)\s*-->\s*$`)
+var (
+	directiveRE = regexp.MustCompile(`^\s*<!--\s*check:\s*(.*?)\s*-->\s*$`)
+	insteadRE   = regexp.MustCompile(`^run with (.+?) instead of (.+?): (.+)$`)
+)
 
 // parseREADME turns a README into steps. It fails on an annotation it does
 // not know, one that is not followed by a console block, a background block
@@ -154,6 +186,24 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 					return nil, fmt.Errorf("%s:%d: break FILE: OLD => NEW, not %q", name, i+1, d)
 				}
 				pending.brk = []string{strings.TrimSpace(file), old, new}
+			case strings.HasPrefix(d, "shape:"), strings.HasPrefix(d, "shape repeats:"):
+				if pending == nil {
+					pending, pendingLine = &readmeStep{}, i+1
+				}
+				kind, reason, _ := strings.Cut(d, ":")
+				pending.shape, pending.repeats = strings.TrimSpace(reason), kind == "shape repeats"
+				if pending.shape == "" {
+					return nil, fmt.Errorf("%s:%d: shape needs a reason: <!-- check: shape: REASON -->", name, i+1)
+				}
+			case strings.HasPrefix(d, "run with "):
+				if pending == nil {
+					pending, pendingLine = &readmeStep{}, i+1
+				}
+				m := insteadRE.FindStringSubmatch(d)
+				if m == nil {
+					return nil, fmt.Errorf("%s:%d: run with NEW instead of OLD: REASON, not %q", name, i+1, d)
+				}
+				pending.instead = append(pending.instead, [3]string{m[1], m[2], m[3]})
 			case strings.HasPrefix(d, "vary "):
 				if pending == nil {
 					pending, pendingLine = &readmeStep{}, i+1
@@ -177,7 +227,7 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 				}
 				pending.bg = bgName
 			default:
-				return nil, fmt.Errorf("%s:%d: unknown check annotation %q (skip: REASON, background NAME, interrupt NAME, break FILE: OLD => NEW, vary REGEXP)", name, i+1, d)
+				return nil, fmt.Errorf("%s:%d: unknown check annotation %q (skip: REASON, background NAME, interrupt NAME, break FILE: OLD => NEW, vary REGEXP, shape [repeats]: REASON, run with NEW instead of OLD: REASON)", name, i+1, d)
 			}
 			continue
 		}
@@ -235,9 +285,23 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 			if pending.bg != "" && len(block) != 1 {
 				return nil, fmt.Errorf("%s:%d: a background block holds one command, this one %d", name, pendingLine, len(block))
 			}
+			if len(pending.instead) > 0 {
+				if len(block) != 1 {
+					return nil, fmt.Errorf("%s:%d: run with ... instead of ...: the block must hold one command, this one %d", name, pendingLine, len(block))
+				}
+				if pending.shape == "" {
+					return nil, fmt.Errorf("%s:%d: run with ... instead of ... needs <!-- check: shape: REASON --> (run otherwise, its numbers differ)", name, pendingLine)
+				}
+				for _, in := range pending.instead {
+					if n := strings.Count(block[0].cmd, in[1]); n != 1 {
+						return nil, fmt.Errorf("%s:%d: run with %s instead of %s: the command holds %q %d times, not once", name, pendingLine, in[0], in[1], in[1], n)
+					}
+				}
+			}
 			for k := range block {
 				block[k].skip, block[k].bg, block[k].brk, block[k].vary = pending.skip, pending.bg, pending.brk, pending.vary
 				block[k].noWait = pending.noWait
+				block[k].shape, block[k].repeats, block[k].instead = pending.shape, pending.repeats, pending.instead
 			}
 			pending = nil
 		}
@@ -282,7 +346,14 @@ func hasCtrlC(want []string) bool {
 type normalizer struct {
 	res  []*regexp.Regexp
 	repl []string
+	// numbers: every number not right after "=" becomes "#" (shape).
+	// repeats: a run of lines of one shape compares as one line.
+	numbers, repeats bool
 }
+
+// numberRE is a number not right after "=" (a benchmark's name keeps its
+// objects=10000; its GOMAXPROCS suffix -2 is a number like any other).
+var numberRE = regexp.MustCompile(`(^|[^=\d.])\d+(\.\d+)?`)
 
 func newNormalizer(root string) *normalizer {
 	n := &normalizer{}
@@ -312,7 +383,7 @@ func (n *normalizer) with(vary []*regexp.Regexp) *normalizer {
 	if len(vary) == 0 {
 		return n
 	}
-	m := &normalizer{}
+	m := &normalizer{numbers: n.numbers, repeats: n.repeats}
 	for _, re := range vary {
 		m.res = append(m.res, re)
 		m.repl = append(m.repl, "<varies>")
@@ -322,28 +393,58 @@ func (n *normalizer) with(vary []*regexp.Regexp) *normalizer {
 	return m
 }
 
+// shaped returns n comparing by shape (numbers as wildcards), and with
+// repeats, a run of same-shaped lines as one.
+func (n *normalizer) shaped(repeats bool) *normalizer {
+	m := *n
+	m.numbers, m.repeats = true, repeats
+	return &m
+}
+
 func (n *normalizer) line(s string) string {
 	for i, re := range n.res {
 		s = re.ReplaceAllString(s, n.repl[i])
 	}
+	if n.numbers {
+		s = numberRE.ReplaceAllString(s, "${1}#")
+	}
 	return strings.TrimSpace(s)
+}
+
+// collapse drops each line whose shape is that of the line before it.
+func (n *normalizer) collapse(ls []string) []string {
+	var out []string
+	for i, l := range ls {
+		if i > 0 && strings.TrimSpace(l) != "..." && n.line(l) == n.line(ls[i-1]) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // matchLines reports whether got matches want: line by line after
 // normalising, a want line "..." matching any number of lines.
 func (n *normalizer) matchLines(want, got []string) bool {
+	if n.repeats {
+		want, got = n.collapse(want), n.collapse(got)
+	}
+	return n.match(want, got)
+}
+
+func (n *normalizer) match(want, got []string) bool {
 	if len(want) == 0 {
 		return len(got) == 0
 	}
 	if strings.TrimSpace(want[0]) == "..." {
 		for k := 0; k <= len(got); k++ {
-			if n.matchLines(want[1:], got[k:]) {
+			if n.match(want[1:], got[k:]) {
 				return true
 			}
 		}
 		return false
 	}
-	return len(got) > 0 && n.line(want[0]) == n.line(got[0]) && n.matchLines(want[1:], got[1:])
+	return len(got) > 0 && n.line(want[0]) == n.line(got[0]) && n.match(want[1:], got[1:])
 }
 
 // outputLines splits a command's output, dropping the blank lines at its end
@@ -465,6 +566,16 @@ func (s *shell) command(ctx context.Context, cmdText string) *exec.Cmd {
 
 func (s *shell) where(st readmeStep) string { return fmt.Sprintf("%s:%d", s.name, st.line) }
 
+// normFor is how a step's output is compared: the shell's normalizer, the
+// step's vary patterns, and by shape if it says so.
+func (s *shell) normFor(st readmeStep) *normalizer {
+	n := s.norm.with(st.vary)
+	if st.shape != "" {
+		n = n.shaped(st.repeats)
+	}
+	return n
+}
+
 // run runs one step and returns an error describing how it differs from
 // the README.
 func (s *shell) run(st readmeStep) error {
@@ -484,10 +595,14 @@ func (s *shell) run(st readmeStep) error {
 		}
 		defer restore()
 	}
+	cmd := st.cmd
+	for _, in := range st.instead {
+		cmd = strings.Replace(cmd, in[1], in[0], 1)
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	c := s.command(ctx, st.cmd)
+	c := s.command(ctx, cmd)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
@@ -495,6 +610,16 @@ func (s *shell) run(st readmeStep) error {
 		s.dir = strings.TrimSpace(string(d))
 	}
 	s.log("%s: ran %s  (%.1fs)", s.where(st), firstLine(st.cmd), time.Since(start).Seconds())
+	for _, in := range st.instead {
+		s.log("%s: ran with %s instead of %s: %s", s.where(st), in[0], in[1], in[2])
+	}
+	if st.shape != "" {
+		how := "numbers as wildcards"
+		if st.repeats {
+			how += ", a run of same-shaped lines as one"
+		}
+		s.log("%s: compared by shape (%s): %s", s.where(st), how, st.shape)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: $ %s\ndid not end within %v; output so far:\n%s", s.where(st), st.cmd, s.timeout, out.String())
 	}
@@ -506,7 +631,7 @@ func (s *shell) run(st readmeStep) error {
 		return fmt.Errorf("%s: $ %s\nfailed (%v); output:\n%s", s.where(st), st.cmd, err, out.String())
 	}
 	want, got := trimWant(st.want), outputLines(out.String())
-	if !s.norm.with(st.vary).matchLines(want, got) {
+	if !s.normFor(st).matchLines(want, got) {
 		return s.mismatch(st, want, got)
 	}
 	return nil
@@ -543,7 +668,7 @@ func (s *shell) mismatch(st readmeStep, want, got []string) error {
 		fmt.Fprintf(&b, "    %s\n", g)
 	}
 	b.WriteString("compared by shape as:\n")
-	norm := s.norm.with(st.vary)
+	norm := s.normFor(st)
 	for _, w := range want {
 		fmt.Fprintf(&b, "  - %s\n", norm.line(w))
 	}
@@ -581,7 +706,7 @@ func (s *shell) startBG(st readmeStep) error {
 func (s *shell) waitOutput(st readmeStep, b *bgCommand, want []string) error {
 	deadline := time.Now().Add(s.timeout)
 	pattern := append(append([]string{}, want...), "...")
-	norm := s.norm.with(st.vary)
+	norm := s.normFor(st)
 	for {
 		got := outputLines(b.out.String())
 		if norm.matchLines(pattern, got) {
@@ -625,7 +750,7 @@ func (s *shell) interruptBG(st readmeStep) error {
 		return fmt.Errorf("%s: background %s did not end within 30s of Ctrl-C; output:\n%s", s.where(b.step), st.interrupt, b.out.String())
 	}
 	s.log("%s: interrupted %s (Ctrl-C)", s.where(st), st.interrupt)
-	if got := outputLines(b.out.String()); !s.norm.with(b.step.vary).matchLines(withoutCtrlC(want), got) {
+	if got := outputLines(b.out.String()); !s.normFor(b.step).matchLines(withoutCtrlC(want), got) {
 		return s.mismatch(b.step, withoutCtrlC(want), got)
 	}
 	return nil
@@ -842,7 +967,13 @@ func TestREADMECheckCatches(t *testing.T) {
 		"```console\n$ echo \"$X again, $(date +%s)s\"\nhello again, 5s\n```\n<!-- check: interrupt srv -->\n" +
 		"Break it:\n<!-- check: break sub/code.txt: answer=42 => answer=41 -->\n```console\n$ grep answer=42 code.txt\n```\n" +
 		"```console\n$ cat code.txt\nanswer=42\n```\n" +
-		"A count that differs from run to run:\n<!-- check: vary pid \\d+ -->\n```console\n$ echo \"pid $$\"\npid 1\n```\n"
+		"A count that differs from run to run:\n<!-- check: vary pid \\d+ -->\n```console\n$ echo \"pid $$\"\npid 1\n```\n" +
+		"A benchmark:\n<!-- check: shape: numbers vary -->\n```console\n" +
+		"$ for i in a b; do printf 'BenchmarkX/impl=%s/objects=10-2\\t%d\\t%d.%d ns/op\\n' $i $RANDOM $RANDOM $RANDOM; done\n" +
+		"BenchmarkX/impl=a/objects=10-2 \t 1000\t 5020.366 ns/op\nBenchmarkX/impl=b/objects=10-2 \t 1000\t 5435.569 ns/op\n```\n" +
+		"A progress log, run shorter:\n<!-- check: shape repeats: one line per second -->\n<!-- check: run with seq 2 instead of seq 5: takes 5 lines as written -->\n```console\n" +
+		"$ for i in $(seq 5); do echo \"elapsed: ${i}s, execs: $((i*100 + RANDOM))\"; done; echo done\n" +
+		"elapsed: 1s, execs: 100\nelapsed: 2s, execs: 200\nelapsed: 3s, execs: 300\nelapsed: 4s, execs: 400\nelapsed: 5s, execs: 500\ndone\n```\n"
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -871,6 +1002,13 @@ func TestREADMECheckCatches(t *testing.T) {
 		"break not caught":   {strings.Replace(good, "=> answer=41", "=> answer=420", 1), `passed with the change "answer=42" => "answer=420" in sub/code.txt: the test no longer catches it`},
 		"vary missing":       {strings.Replace(good, "<!-- check: vary pid \\d+ -->\n", "", 1), "the README shows:\n    pid 1\nthe command printed:\n    pid "},
 		"break line gone":    {strings.Replace(good, "break sub/code.txt: answer=42", "break sub/code.txt: answer=43", 1), `break: sub/code.txt holds "answer=43" 0 times, not once`},
+		"shape: other unit":  {strings.Replace(good, "5435.569 ns/op", "5435.569 us/op", 1), "compared by shape as:\n  - BenchmarkX/impl=a/objects=10-# # # ns/op\n  - BenchmarkX/impl=b/objects=10-# # # us/op\n"},
+		"shape: other name":  {strings.Replace(good, "impl=a/objects=10-2", "impl=a/objects=100-2", 1), "  - BenchmarkX/impl=a/objects=100-# # # ns/op\n"},
+		"shape: a line gone": {strings.Replace(good, "BenchmarkX/impl=a/objects=10-2 \t 1000\t 5020.366 ns/op\n", "", 1), "the README shows:\n    BenchmarkX/impl=b/objects=10-2"},
+		"shape: no repeats":  {strings.Replace(good, "shape repeats:", "shape:", 1), "  - elapsed: <dur>, execs: #\n  - elapsed: <dur>, execs: #\n  - elapsed: <dur>, execs: #\n"},
+		"repeats: last line": {strings.Replace(good, "execs: 500\ndone\n", "execs: 500\nfinished\n", 1), "  - finished\n"},
+		"instead: no shape":  {strings.Replace(good, "<!-- check: shape repeats: one line per second -->\n", "", 1), "run with ... instead of ... needs <!-- check: shape: REASON -->"},
+		"instead: not there": {strings.Replace(good, "instead of seq 5", "instead of seq 9", 1), `run with seq 2 instead of seq 9: the command holds "seq 9" 0 times, not once`},
 	} {
 		err := run(tc.text)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

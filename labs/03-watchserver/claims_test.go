@@ -5,6 +5,7 @@ package lab_test
 // same, against ours. Each README sentence names its test.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -283,5 +287,261 @@ func send(t *testing.T, c *http.Client, method, url, token, contentType, body st
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		t.Fatalf("%s %s: HTTP %d %s", method, url, resp.StatusCode, b)
+	}
+}
+
+// watchEventNames reads a watch body (one JSON event per line) and returns
+// "TYPE name" of each event whose object is named in names.
+func watchEventNames(t *testing.T, server string, body []byte, names ...string) []string {
+	t.Helper()
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var ev struct {
+			Type   string
+			Object struct{ Metadata struct{ Name string } }
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%s: not a watch event (%v): %s", server, err, line)
+		}
+		if slices.Contains(names, ev.Object.Metadata.Name) {
+			got = append(got, ev.Type+" "+ev.Object.Metadata.Name)
+		}
+	}
+	return got
+}
+
+// TestLegacyWatchPathForcesAWatch: GET /api/v1/watch/namespaces/NS/configmaps
+// is a watch without any ?watch parameter, and even with ?watch=false: the
+// installer routes the deprecated /watch/ paths to ListResource with
+// forceWatch true (k8s.io/apiserver@v0.36.4/pkg/endpoints/installer.go,
+// restfulListResource; handlers/get.go, ListResource). With no
+// resourceVersion it starts with an ADDED event per existing object; the
+// /watch/.../NAME path watches that one object. Both servers.
+//
+// Upstream forces the watch after parsing the query, not in it: opts.Watch
+// stays false, so the query is defaulted and validated as a LIST's
+// (handlers/get.go, listOpts), and sendInitialEvents on a /watch/ path is
+// a 422 "sendInitialEvents is forbidden for list". Ours the same
+// (watchserver.ParseListOptions applies forceWatch after validating).
+func TestLegacyWatchPathForcesAWatch(t *testing.T) {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	ns := fmt.Sprintf("legacy-%d", time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	for _, s := range []struct {
+		name, url, token string
+		c                *http.Client
+	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+		for _, n := range []string{"a", "b"} {
+			send(t, s.c, http.MethodPost, s.url+"/api/v1/namespaces/"+ns+"/configmaps", s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
+		}
+		legacy := s.url + "/api/v1/watch/namespaces/" + ns + "/configmaps"
+		for _, c := range []struct{ path, want string }{
+			{"?timeoutSeconds=1", "[ADDED a ADDED b]"},
+			{"?watch=false&timeoutSeconds=1", "[ADDED a ADDED b]"},
+			{"/a?timeoutSeconds=1", "[ADDED a]"},
+		} {
+			resp, body := get(t, s.c, legacy+c.path, s.token, "application/json")
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: GET .../watch/namespaces/NS/configmaps%s: HTTP %d %s", s.name, c.path, resp.StatusCode, body)
+				continue
+			}
+			got := watchEventNames(t, s.name, body, "a", "b")
+			slices.Sort(got)
+			if fmt.Sprint(got) != c.want {
+				t.Errorf("%s: GET .../watch/namespaces/NS/configmaps%s: events %v, want %s; body:\n%s", s.name, c.path, got, c.want, body)
+			}
+		}
+		resp, body := get(t, s.c, legacy+"?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, "application/json")
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "sendInitialEvents is forbidden for list") {
+			t.Errorf("%s: sendInitialEvents on a /watch/ path: HTTP %d %s; want 422 sendInitialEvents is forbidden for list", s.name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestWatchPassesPriorityAndFairness: a watch on the real apiserver goes
+// through priority and fairness like any request (the filter skips other
+// long-running requests, not watches:
+// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go,
+// Handle), and its response names, by UID, the FlowSchema that classified
+// it and the priority level that admitted it (setResponseHeaders). The
+// cluster's admin matches the FlowSchema "exempt"; a service account's
+// watch the FlowSchema "service-accounts", priority level "workload-low"
+// (the suggested configuration, k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go).
+// Ours has no priority and fairness.
+func TestWatchPassesPriorityAndFairness(t *testing.T) {
+	cluster := labkit.Current()
+	ctx := t.Context()
+	ns := fmt.Sprintf("apf-%d", time.Now().UnixNano())
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	if _, err := cluster.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "watcher"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "watcher-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "watcher", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cluster.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "watcher", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// UID -> name of every FlowSchema and priority level.
+	names := map[string]string{}
+	fss, err := cluster.Client.FlowcontrolV1().FlowSchemas().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range fss.Items {
+		names[string(fs.UID)] = "FlowSchema " + fs.Name
+	}
+	pls, err := cluster.Client.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range pls.Items {
+		names[string(pl.UID)] = "PriorityLevel " + pl.Name
+	}
+
+	admin, err := rest.HTTPClientFor(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CloseIdleConnections()
+	sa := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(t, cluster.CAData)}}
+	defer sa.CloseIdleConnections()
+	url := cluster.Server + "/api/v1/namespaces/" + ns + "/configmaps?watch=1&timeoutSeconds=1"
+	for _, c := range []struct {
+		who, token string
+		c          *http.Client
+		want       string
+	}{
+		{"admin", "", admin, "FlowSchema exempt, PriorityLevel exempt"},
+		{"service account", tr.Status.Token, sa, "FlowSchema service-accounts, PriorityLevel workload-low"},
+	} {
+		// The RoleBinding takes effect once the apiserver's RBAC informer
+		// has it: until then a 403.
+		deadline := time.Now().Add(30 * time.Second)
+		resp, body := get(t, c.c, url, c.token, "application/json")
+		for resp.StatusCode == http.StatusForbidden && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond) // polling a condition, with a deadline
+			resp, body = get(t, c.c, url, c.token, "application/json")
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: watch: HTTP %d %s", c.who, resp.StatusCode, body)
+		}
+		fs, pl := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
+		if got := names[fs] + ", " + names[pl]; got != c.want {
+			t.Errorf("%s: watch response headers %s: %q, %s: %q (%s); want %s",
+				c.who, flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, fs, flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, pl, got, c.want)
+		}
+	}
+
+	// A watch executes, for APF, only until it is initialized (its initial
+	// events sent): three open watches of the service account, each past
+	// its initial ADDED, leave the gauge of executing requests of its
+	// FlowSchema at 0 (apiserver_flowcontrol_current_executing_requests:
+	// "in initial (for a WATCH) ... execution stage",
+	// k8s.io/apiserver@v0.36.4/pkg/util/flowcontrol/metrics/metrics.go).
+	send(t, admin, http.MethodPost, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps", "", "application/json", `{"metadata":{"name":"x"}}`)
+	for range 3 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps?watch=1&timeoutSeconds=60&fieldSelector=metadata.name%3Dx", nil)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		resp, err := sa.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"type":"ADDED"`) {
+			t.Fatalf("service account watch: first line %q, %v; want the ADDED of x", line, err)
+		}
+	}
+	const gauge = `apiserver_flowcontrol_current_executing_requests{flow_schema="service-accounts",priority_level="workload-low"} `
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, metrics := get(t, admin, cluster.Server+"/metrics", "", "")
+		var value string
+		for _, l := range strings.Split(string(metrics), "\n") {
+			if v, ok := strings.CutPrefix(l, gauge); ok {
+				value = v
+			}
+		}
+		if value == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with 3 initialized watches open, %s is %q, want 0 (a watch executes only until it is initialized)", gauge, value)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a condition, with a deadline
+	}
+}
+
+// TestTableWatchBookmark: in a watch that asks for Tables, the real
+// apiserver turns a BOOKMARK's object into a Table too: one row whose
+// object is the bookmark's metadata as a PartialObjectMetadata, the
+// initial-events-end annotation kept (asTable in
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go, reached
+// from watchEmbeddedEncoder.doEncode for every event). Ours sends the
+// bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
+func TestTableWatchBookmark(t *testing.T) {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	ns := fmt.Sprintf("tablebm-%d", time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	for _, s := range []struct {
+		name, url, token, want string
+		c                      *http.Client
+	}{
+		{"real", realURL, "", "Table/PartialObjectMetadata", real},
+		{"lab", labURL, labToken, "ConfigMap", lab},
+	} {
+		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
+		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"}}`)
+		_, body := get(t, s.c, base+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, table)
+		var bookmarks []string
+		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+			var ev struct {
+				Type   string
+				Object struct {
+					Kind     string
+					Metadata struct{ Annotations map[string]string }
+					Rows     []struct {
+						Object struct {
+							Kind     string
+							Metadata struct{ Annotations map[string]string }
+						}
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: %v: %s", s.name, err, line)
+			}
+			if ev.Type != "BOOKMARK" {
+				continue
+			}
+			kind, ann := ev.Object.Kind, ev.Object.Metadata.Annotations
+			if kind == "Table" && len(ev.Object.Rows) == 1 {
+				kind += "/" + ev.Object.Rows[0].Object.Kind
+				ann = ev.Object.Rows[0].Object.Metadata.Annotations
+			}
+			bookmarks = append(bookmarks, kind+" initial-events-end="+ann["k8s.io/initial-events-end"])
+		}
+		if want := []string{s.want + " initial-events-end=true"}; !slices.Equal(bookmarks, want) {
+			t.Errorf("%s: bookmarks %q, want %q; body:\n%s", s.name, bookmarks, want, body)
+		}
 	}
 }

@@ -72,7 +72,6 @@ func ParseListOptions(q url.Values, forceWatch bool, name string, convertField r
 	// 1. Decode. Each failure here is the conversion error itself, wrapped
 	// in a BadRequest, as listOpts does with DecodeParameters' error.
 	opts.Watch, _ = queryBool(q, "watch")
-	opts.Watch = opts.Watch || forceWatch
 	opts.ResourceVersion = q.Get("resourceVersion")
 	opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
 	if v, ok := q["timeoutSeconds"]; ok && len(v) > 0 {
@@ -128,6 +127,13 @@ func ParseListOptions(q url.Values, forceWatch bool, name string, convertField r
 	if opts.FieldSelector, err = opts.FieldSelector.Transform(fields.TransformFunc(convertField)); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+
+	// The legacy /watch/ paths watch whatever ?watch says, but only from
+	// here on: as upstream's ListResource, which passes forceWatch beside
+	// the options listOpts made, the query was defaulted and validated as a
+	// LIST's (sendInitialEvents on a /watch/ path is "forbidden for list";
+	// TestLegacyWatchPathForcesAWatch).
+	opts.Watch = opts.Watch || forceWatch
 
 	// A request for one object (/configmaps/NAME) is a field selector on
 	// metadata.name; a conflicting explicit selector is an error.
