@@ -48,6 +48,34 @@ func realAndLab(t *testing.T) (real, lab *http.Client, realURL, labURL, labToken
 	return real, lab, cluster.Server, in.URL, in.Token
 }
 
+// server is one of the two servers a claim is checked on.
+type server struct {
+	name, url, token string
+	c                *http.Client
+}
+
+// twoServers is realAndLab as a list: the real apiserver (its client carries
+// the credentials), then ours (its token sent by hand).
+func twoServers(t *testing.T) []server {
+	real, lab, realURL, labURL, labToken := realAndLab(t)
+	return []server{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}}
+}
+
+// bothServers is twoServers and a namespace PREFIX-N made on the real cluster
+// (ours needs none) and deleted when the test ends.
+func bothServers(t *testing.T, prefix string) (string, []server) {
+	servers := twoServers(t)
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	cluster := labkit.Current()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	return ns, servers
+}
+
 func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -74,18 +102,16 @@ func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Respons
 // (k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go,
 // serveWatchHandler), which ours does not serve.
 func TestWatchContentType(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
+	servers := twoServers(t)
 	const path = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
-	for _, s := range []struct {
-		name, url, token string
-		c                *http.Client
-	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+	for _, s := range servers {
 		resp, _ := get(t, s.c, s.url+path, s.token, "application/json")
 		if got := resp.Header.Get("Content-Type"); got != "application/json" {
 			t.Errorf("%s: JSON watch Content-Type %q, want application/json", s.name, got)
 		}
 	}
-	resp, _ := get(t, real, realURL+path, "", "application/vnd.kubernetes.protobuf")
+	real := servers[0]
+	resp, _ := get(t, real.c, real.url+path, "", "application/vnd.kubernetes.protobuf")
 	if got := resp.Header.Get("Content-Type"); got != "application/vnd.kubernetes.protobuf;stream=watch" {
 		t.Errorf("real: protobuf watch Content-Type %q, want application/vnd.kubernetes.protobuf;stream=watch", got)
 	}
@@ -117,11 +143,7 @@ func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
 // watch cache to catch up (blockTimeout, 3 s, in
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go); ours at once.
 func TestTooLargeResourceVersion(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
-	for _, s := range []struct {
-		name, url, token string
-		c                *http.Client
-	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+	for _, s := range twoServers(t) {
 		_, body := get(t, s.c, s.url+"/api/v1/namespaces/default/configmaps", s.token, "")
 		var list struct {
 			Metadata struct{ ResourceVersion string } `json:"metadata"`
@@ -191,17 +213,8 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 // not 410; 410 comes only once etcd has compacted that revision (lab 01's
 // too-old exercise). Ours rebuilds it from the history ring.
 func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
-	ns := fmt.Sprintf("exact-%d", time.Now().UnixNano())
-	cluster := labkit.Current()
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	for _, s := range []struct {
-		name, url, token string
-		c                *http.Client
-	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+	ns, servers := bothServers(t, "exact")
+	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
 		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"},"data":{"color":"blue"}}`)
 		_, body := get(t, s.c, base, s.token, "")
@@ -236,18 +249,9 @@ func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
 // the real apiserver (watchEmbeddedEncoder in
 // k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go) and ours.
 func TestTableWatchColumnsOnlyFirst(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
-	ns := fmt.Sprintf("table-%d", time.Now().UnixNano())
-	cluster := labkit.Current()
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	ns, servers := bothServers(t, "table")
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
-	for _, s := range []struct {
-		name, url, token string
-		c                *http.Client
-	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
 		for _, n := range []string{"a", "b"} {
 			send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
@@ -324,17 +328,8 @@ func watchEventNames(t *testing.T, server string, body []byte, names ...string) 
 // a 422 "sendInitialEvents is forbidden for list". Ours the same
 // (watchserver.ParseListOptions applies forceWatch after validating).
 func TestLegacyWatchPathForcesAWatch(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
-	ns := fmt.Sprintf("legacy-%d", time.Now().UnixNano())
-	cluster := labkit.Current()
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	for _, s := range []struct {
-		name, url, token string
-		c                *http.Client
-	}{{"real", realURL, "", real}, {"lab", labURL, labToken, lab}} {
+	ns, servers := bothServers(t, "legacy")
+	for _, s := range servers {
 		for _, n := range []string{"a", "b"} {
 			send(t, s.c, http.MethodPost, s.url+"/api/v1/namespaces/"+ns+"/configmaps", s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
 		}
@@ -494,21 +489,10 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 // from watchEmbeddedEncoder.doEncode for every event). Ours sends the
 // bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
 func TestTableWatchBookmark(t *testing.T) {
-	real, lab, realURL, labURL, labToken := realAndLab(t)
-	ns := fmt.Sprintf("tablebm-%d", time.Now().UnixNano())
-	cluster := labkit.Current()
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	ns, servers := bothServers(t, "tablebm")
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
-	for _, s := range []struct {
-		name, url, token, want string
-		c                      *http.Client
-	}{
-		{"real", realURL, "", "Table/PartialObjectMetadata", real},
-		{"lab", labURL, labToken, "ConfigMap", lab},
-	} {
+	want := map[string]string{"real": "Table/PartialObjectMetadata", "lab": "ConfigMap"}
+	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
 		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"}}`)
 		_, body := get(t, s.c, base+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, table)
@@ -540,7 +524,7 @@ func TestTableWatchBookmark(t *testing.T) {
 			}
 			bookmarks = append(bookmarks, kind+" initial-events-end="+ann["k8s.io/initial-events-end"])
 		}
-		if want := []string{s.want + " initial-events-end=true"}; !slices.Equal(bookmarks, want) {
+		if want := []string{want[s.name] + " initial-events-end=true"}; !slices.Equal(bookmarks, want) {
 			t.Errorf("%s: bookmarks %q, want %q; body:\n%s", s.name, bookmarks, want, body)
 		}
 	}
