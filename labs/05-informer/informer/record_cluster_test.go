@@ -13,7 +13,9 @@ package informer
 // namespace of its own, with a recordingListerWatcher in between that
 // writes down every call the Reflector makes and everything it gets back,
 // while the scenario changes ConfigMaps, cuts the connection, compacts
-// etcd or restarts the apiserver.
+// etcd or restarts the apiserver. There is no upstream twin: client-go's
+// tests script their fakes (tools/cache/testing's FakeControllerSource)
+// instead of recording a server.
 
 import (
 	"context"
@@ -57,6 +59,8 @@ var record = flag.Bool("record", false, "TestRecordFixtures: record "+recordedDi
 // refused, so the recording does not depend on how many times a backoff
 // retried.
 type recordingListerWatcher struct {
+	withoutContext // List and Watch, for client-go's NewSharedIndexInformer
+
 	lw        cache.ListerWatcherWithContext
 	streaming bool
 	// watchTimeout, if set, replaces the timeoutSeconds of every watch, so
@@ -125,16 +129,6 @@ func (r *recordingListerWatcher) endWithError(err error) {
 		l.Error = regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllString(err.Error(), "127.0.0.1:6443")
 	}
 	r.add(l)
-}
-
-// List and Watch make it a cache.ListerWatcher, which
-// NewSharedIndexInformer takes (it then calls the WithContext methods).
-func (r *recordingListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return r.ListWithContext(context.Background(), opts)
-}
-
-func (r *recordingListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return r.WatchWithContext(context.Background(), opts)
 }
 
 // normalize makes an object stable across recordings: the namespace is
@@ -243,26 +237,24 @@ func (w *recordingWatch) pump() {
 		ms := time.Since(w.start).Milliseconds()
 		w.r.add(fixtureLine{End: how, AfterMs: &ms})
 	}
+	// One event at a time: received from the server (in), then handed to
+	// the caller (out); the nil channel of the other side is never ready.
+	var next watch.Event
+	in, out := w.inner.ResultChan(), chan watch.Event(nil)
 	for {
 		select {
-		case ev, ok := <-w.inner.ResultChan():
+		case ev, ok := <-in:
 			if !ok {
 				end(endClosedByServer)
 				return
 			}
-			select {
-			case w.result <- ev:
-				w.r.add(fixtureLine{Event: ev.Type, Object: w.r.normalize(ev.Object)})
-				if m, err := metaAccessor(ev.Object); err == nil {
-					w.r.seen(m.GetResourceVersion())
-				}
-			case <-w.stop:
-				end(endStopped)
-				return
-			case <-w.cut:
-				end(endCut)
-				return
+			next, in, out = ev, nil, w.result
+		case out <- next:
+			w.r.add(fixtureLine{Event: next.Type, Object: w.r.normalize(next.Object)})
+			if m, err := metaAccessor(next.Object); err == nil {
+				w.r.seen(m.GetResourceVersion())
 			}
+			in, out = w.inner.ResultChan(), nil
 		case <-w.stop:
 			end(endStopped)
 			return
@@ -554,6 +546,7 @@ func recordOne(t *testing.T, c *labkit.Cluster, version string, sc recordScenari
 		o.FieldSelector = fields.Everything().String()
 	})
 	rec := &recordingListerWatcher{lw: lw, streaming: sc.streaming, watchTimeout: sc.watchTimeout, namespace: ns, uids: map[types.UID]string{}}
+	rec.withoutContext.lw = rec
 	s := &recordSession{t: t, ctx: ctx, cluster: c, cms: c.Client.CoreV1().ConfigMaps(ns), rec: rec}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

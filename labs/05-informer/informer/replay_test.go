@@ -8,6 +8,11 @@ package informer
 // server's idea of an apiserver) and TestDifferentialAgainstCluster in
 // ../differential_cluster_test.go (a live cluster, no 410s), these are the
 // apiserver's own answers, 410 and relist included, with no cluster needed.
+//
+// Upstream's nearest twin of replayListerWatcher is FakeControllerSource
+// (k8s.io/client-go@v0.36.4/tools/cache/testing/fake_controller_source.go),
+// which serves what a test writes into it; this one serves only what a
+// real apiserver once answered, and refuses any call the recording lacks.
 
 import (
 	"context"
@@ -25,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 )
@@ -37,6 +43,8 @@ import (
 // recorded one is a divergence: the replay stops answering and says where,
 // rather than guess what the server would have said.
 type replayListerWatcher struct {
+	withoutContext // List and Watch, for client-go's NewSharedIndexInformer
+
 	fx *fixture
 	// onCall, if set, runs in the caller's goroutine before call n
 	// (0-based) is answered.
@@ -53,7 +61,9 @@ type replayListerWatcher struct {
 var errReplayDiverged = errors.New("replayListerWatcher: the caller left the recording")
 
 func newReplayListerWatcher(fx *fixture) *replayListerWatcher {
-	return &replayListerWatcher{fx: fx, done: make(chan struct{})}
+	r := &replayListerWatcher{fx: fx, done: make(chan struct{})}
+	r.withoutContext.lw = r
+	return r
 }
 
 // IsWatchListSemanticsUnSupported: a recording made without the streaming
@@ -166,12 +176,21 @@ func (r *replayListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 	return w, nil
 }
 
-func (r *replayListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return r.ListWithContext(context.Background(), opts)
+// withoutContext gives a ListerWatcherWithContext the List and Watch of a
+// cache.ListerWatcher, which client-go's NewSharedIndexInformer takes (it
+// then calls the WithContext methods: cache.ToListerWatcherWithContext).
+// Embedded, it keeps the embedding type's own methods visible, such as
+// IsWatchListSemanticsUnSupported.
+type withoutContext struct {
+	lw cache.ListerWatcherWithContext
 }
 
-func (r *replayListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return r.WatchWithContext(context.Background(), opts)
+func (w withoutContext) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return w.lw.ListWithContext(context.Background(), opts)
+}
+
+func (w withoutContext) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return w.lw.WatchWithContext(context.Background(), opts)
 }
 
 type replayWatch struct {
