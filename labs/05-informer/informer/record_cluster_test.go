@@ -572,6 +572,8 @@ func recordOne(t *testing.T, c *labkit.Cluster, version string, sc recordScenari
 		How: "TestRecordFixtures (record_cluster_test.go): client-go's SharedIndexInformer over client-go's ListWatch " +
 			"(ConfigMaps, label selector app=demo) against a private labcluster (etcd and kube-apiserver); " +
 			"every LIST and WATCH its Reflector made, the options it sent (without timeoutSeconds), what it received, and how each call ended. " +
+			"Where the recorder cuts the connection, it closes the open watch (as a dropped connection does) and holds the Reflector's " +
+			"next call until it resumes. " +
 			"Normalised: namespace \"ns\", uids numbered, no creationTimestamp, no managedFields; resourceVersions as recorded.",
 		Rerecord:      "cd labs/05-informer/informer && go test -run TestRecordFixtures -args -record",
 		Scenario:      sc.scenario,
