@@ -252,6 +252,9 @@ var fixtureClaims = map[string]func(fx *fixture) bool{
 		}
 		return lists >= 2
 	},
+	"call error": func(fx *fixture) bool {
+		return fx.anyCall(func(c *recordedCall) bool { return c.err != nil })
+	},
 	"DELETED": func(fx *fixture) bool {
 		return fx.anyEvent(func(ev watch.Event) bool { return ev.Type == watch.Deleted })
 	},

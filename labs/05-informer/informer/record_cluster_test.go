@@ -479,6 +479,23 @@ var recordScenarios = []recordScenario{{
 	streaming: false,
 	contains:  []string{"LIST", "watch cut", "410 Expired", "relist", "final state unknown"},
 	run:       restartScenario,
+}, {
+	name: "restart-live",
+	scenario: "The informer syncs (streaming list) and sees a change; then the apiserver restarts under it (labcluster restart apiserver), " +
+		"with no cut: the old apiserver ends the open watch as it stops, the Reflector's rewatch is refused while the new one starts, " +
+		"then gets 410 Expired from the new watch cache, and after a backoff the Reflector relists (a streaming list). " +
+		"b is deleted and c created once the restart is done, while the Reflector waits.",
+	streaming: true,
+	contains:  []string{"streaming list", "call error", "410 Expired", "relist"},
+	run: func(s *recordSession) {
+		s.create("a", "demo", "blue", false)
+		s.create("b", "demo", "red", false)
+		s.start()
+		s.patch("a", `{"data":{"color":"green"}}`, true)
+		s.rec.note("%s", regexp.MustCompile(` on https://\S+`).ReplaceAllString(s.labcluster("restart", "apiserver"), ""))
+		s.remove("b")
+		s.create("c", "demo", "white", true)
+	},
 }}
 
 func restartScenario(s *recordSession) {

@@ -248,6 +248,7 @@ var recordedClaims = map[string][]string{
 	"compaction":   {"streaming list", "watch cut", "rewatch from a resourceVersion", "DELETED", "no final state unknown"},
 	"restart":      {"streaming list", "watch cut", "410 Expired", "relist", "final state unknown"},
 	"restart-list": {"LIST", "watch cut", "410 Expired", "relist", "final state unknown"},
+	"restart-live": {"streaming list", "call error", "410 Expired", "relist"},
 }
 
 func TestDifferentialRecorded(t *testing.T) {
