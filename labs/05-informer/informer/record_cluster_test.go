@@ -42,7 +42,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -557,8 +556,7 @@ func recordOne(t *testing.T, c *labkit.Cluster, version string, sc recordScenari
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	client := c.Client.(*kubernetes.Clientset)
-	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", ns, func(o *metav1.ListOptions) {
+	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "configmaps", ns, func(o *metav1.ListOptions) {
 		o.LabelSelector = "app=demo"
 		o.FieldSelector = fields.Everything().String()
 	})
