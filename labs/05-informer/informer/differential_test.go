@@ -135,7 +135,15 @@ type informerUnderTest struct {
 	reflectorRV func() string
 }
 
-func ourInformer(srv *fakeServer) informerUnderTest {
+// listerWatcher is what both informers take: client-go's
+// NewSharedIndexInformer a cache.ListerWatcher, ours the WithContext one.
+// The fake server and the replay of a recording are both.
+type listerWatcher interface {
+	cache.ListerWatcher
+	cache.ListerWatcherWithContext
+}
+
+func ourInformer(srv listerWatcher) informerUnderTest {
 	inf := NewSharedIndexInformer(srv, Options{Transform: StripManagedFields, Indexers: Indexers{NamespaceIndex: NamespaceIndexFunc}})
 	return informerUnderTest{
 		addHandler: func(h cache.ResourceEventHandler) func() bool {
@@ -152,7 +160,7 @@ func ourInformer(srv *fakeServer) informerUnderTest {
 	}
 }
 
-func clientGoInformer(srv *fakeServer) informerUnderTest {
+func clientGoInformer(srv listerWatcher) informerUnderTest {
 	inf := cache.NewSharedIndexInformerWithOptions(srv, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 	})
@@ -182,7 +190,52 @@ type diffResult struct {
 	rvs      string
 }
 
-func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, initial []string, steps []diffStep) diffResult {
+// handlerSet is the recorders registered on one informer under test, and
+// whether each has seen its HasSynced turn true.
+type handlerSet struct {
+	inf       informerUnderTest
+	recs      []*recorder
+	synced    []func() bool
+	wasSynced []bool
+}
+
+// add registers a new recorder, its segments aligned with the first one's.
+func (h *handlerSet) add() {
+	r := newRecorder()
+	if len(h.recs) > 0 {
+		for range h.recs[0].segments[1:] {
+			r.cut()
+		}
+	}
+	h.recs = append(h.recs, r)
+	h.synced = append(h.synced, h.inf.addHandler(r))
+	h.wasSynced = append(h.wasSynced, false)
+}
+
+// cut ends every recorder's segment, first noting "synced" in those whose
+// HasSynced has just turned true.
+func (h *handlerSet) cut() {
+	for i, r := range h.recs {
+		if !h.wasSynced[i] && h.synced[i]() {
+			h.wasSynced[i] = true
+			r.record("", "synced")
+		}
+		r.cut()
+	}
+}
+
+// result is the handlers' canonical calls, the cache and the resourceVersions.
+func (h *handlerSet) result() diffResult {
+	var res diffResult
+	for _, r := range h.recs {
+		res.handlers = append(res.handlers, r.canonical())
+	}
+	res.cache = cacheContent(h.inf.cache())
+	res.rvs = fmt.Sprintf("cache at %s, reflector at %s", h.inf.cacheRV(), h.inf.reflectorRV())
+	return res
+}
+
+func runScenario(t *testing.T, newInformer func(listerWatcher) informerUnderTest, initial []string, steps []diffStep) diffResult {
 	var res diffResult
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(nil)
@@ -190,22 +243,15 @@ func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, 
 			srv.create(n, "0")
 		}
 		inf := newInformer(srv)
-		recs := []*recorder{newRecorder()}
-		synced := []func() bool{inf.addHandler(recs[0])}
-		wasSynced := []bool{false}
+		handlers := &handlerSet{inf: inf}
+		handlers.add()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); inf.run(ctx) }()
 		settle := func(d time.Duration) {
 			time.Sleep(d) // inside synctest: the bubble's fake clock moves, at once
 			synctest.Wait()
-			for i, r := range recs {
-				if !wasSynced[i] && synced[i]() {
-					wasSynced[i] = true
-					r.record("", "synced")
-				}
-				r.cut()
-			}
+			handlers.cut()
 		}
 		settle(time.Second)
 		for _, s := range steps {
@@ -228,21 +274,11 @@ func runScenario(t *testing.T, newInformer func(*fakeServer) informerUnderTest, 
 			case "burst":
 				applyWrites(srv, s.names, s.value)
 			case "add-handler":
-				r := newRecorder()
-				for range recs[0].segments[1:] {
-					r.cut() // align its segments with the first handler's
-				}
-				recs = append(recs, r)
-				synced = append(synced, inf.addHandler(r))
-				wasSynced = append(wasSynced, false)
+				handlers.add()
 			}
 			settle(d)
 		}
-		for _, r := range recs {
-			res.handlers = append(res.handlers, r.canonical())
-		}
-		res.cache = cacheContent(inf.cache())
-		res.rvs = fmt.Sprintf("cache at %s, reflector at %s", inf.cacheRV(), inf.reflectorRV())
+		res = handlers.result()
 		cancel()
 		<-done
 	})
@@ -263,25 +299,35 @@ func TestDifferentialRandomScenarios(t *testing.T) {
 			initial, steps := genScenario(seed)
 			ours := runScenario(t, ourInformer, initial, steps)
 			theirs := runScenario(t, clientGoInformer, initial, steps)
-			if len(ours.handlers) != 2 || len(theirs.handlers) != 2 {
-				t.Fatalf("handlers: ours %d, client-go %d; want 2 each", len(ours.handlers), len(theirs.handlers))
-			}
-			for i := range ours.handlers {
-				if ours.handlers[i] != theirs.handlers[i] {
-					t.Errorf("handler %d differs.\nscenario: %v %v\n%s", i, initial, steps, lineDiff(ours.handlers[i], theirs.handlers[i]))
-				}
-			}
-			if ours.cache != theirs.cache {
-				t.Errorf("final cache differs:\nours:\n%s\nclient-go:\n%s", ours.cache, theirs.cache)
-			}
-			if ours.rvs != theirs.rvs {
-				t.Errorf("resourceVersions: ours %s; client-go %s", ours.rvs, theirs.rvs)
+			for _, d := range ours.diff(theirs) {
+				t.Errorf("scenario: %v %v\n%s", initial, steps, d)
 			}
 			if !strings.Contains(ours.handlers[0], "(final state unknown)") && strings.Contains(fmt.Sprint(steps), "expire") && strings.Contains(fmt.Sprint(steps), "delete") {
 				t.Logf("seed %d: no delete went unseen (fine, but the scenario shows less)", seed)
 			}
 		})
 	}
+}
+
+// diff lists how ours differs from theirs (client-go's): the number of
+// handlers (two each), each handler's calls, the cache, the resourceVersions.
+func (ours diffResult) diff(theirs diffResult) []string {
+	if len(ours.handlers) != 2 || len(theirs.handlers) != 2 {
+		return []string{fmt.Sprintf("handlers: ours %d, client-go %d; want 2 each", len(ours.handlers), len(theirs.handlers))}
+	}
+	var out []string
+	for i := range ours.handlers {
+		if ours.handlers[i] != theirs.handlers[i] {
+			out = append(out, fmt.Sprintf("handler %d differs.\n%s", i, lineDiff(ours.handlers[i], theirs.handlers[i])))
+		}
+	}
+	if ours.cache != theirs.cache {
+		out = append(out, fmt.Sprintf("final cache differs:\nours:\n%s\nclient-go:\n%s", ours.cache, theirs.cache))
+	}
+	if ours.rvs != theirs.rvs {
+		out = append(out, fmt.Sprintf("resourceVersions: ours %s; client-go %s", ours.rvs, theirs.rvs))
+	}
+	return out
 }
 
 // lineDiff shows the first differing line of two transcripts with context.
