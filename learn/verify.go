@@ -210,9 +210,11 @@ func solutionOverlay(lab *Lab, ex *Exercise) (string, func(), error) {
 //
 // It does not run the whole lab again. A test binary that contains no
 // tag-dependent file (no file with an exercise build line, in the package or
-// any package it imports) is the same program in both modes, and test.sh has
-// just run it in solution mode; only the packages whose binary the tag
-// changes run here. In those, every test runs except the ones exercises.json
+// any package it imports) behaves the same in both modes: the one difference
+// is the -tags setting in its build info, which only labkit's exerciseMode
+// reads, to word a failing test's log. test.sh's modules lane runs it in
+// solution mode; only the packages whose binary the tag changes run here.
+// In those, every test runs except the ones exercises.json
 // lists (an exercise's tests, or "combined" tests that need several), which
 // -skip leaves out: they fail as shipped, and waiting for each to fail would
 // take minutes of deadlines. A test that fails here, or a package that does
@@ -227,7 +229,7 @@ func verifyFull(ctx context.Context, u *ui, lab *Lab) int {
 		return 1
 	}
 	if len(same) > 0 {
-		u.printf("  ok   lab %s, same test binary in both modes (solution-mode run covers them): %s\n", lab.Num, strings.Join(same, " "))
+		u.printf("  ok   lab %s, built from the same files in both modes (the solution-mode run covers them): %s\n", lab.Num, strings.Join(same, " "))
 	}
 	var listed []TestRef
 	for _, ex := range lab.Exercises {

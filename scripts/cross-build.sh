@@ -3,10 +3,12 @@
 # darwin/arm64 (Apple silicon) and darwin/amd64 (Intel). Nothing is run or
 # linked: go vet type-checks every package, test files included, against its
 # dependencies compiled for darwin, so code that only builds on Linux outside
-# a _linux.go file fails here (an undefined name is a vet error). Linking
-# (go build) would add nothing for a pure-Go cross build but a minute of
-# writing 170 MB binaries. One line per module; exit status 1 if any module
-# fails, with its errors shown.
+# a _linux.go file fails here (an undefined name is a vet error). go build
+# would add the compiler's own pass over each vetted package (vet type-checks
+# them; only their dependencies are compiled) and linking: for this code that
+# catches almost nothing more (a function declared without a body, a bad
+# //go:linkname), at the cost of a minute writing 170 MB binaries. One line
+# per module; exit status 1 if any module fails, with its errors shown.
 #
 # cluster/ is built with GOWORK=off, as scripts/build-labcluster.sh builds it.
 # Its first run per architecture compiles k8s.io/kubernetes and etcd for darwin:

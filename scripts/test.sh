@@ -87,7 +87,7 @@ grep -qx cluster <<<"$modules" || modules="cluster $modules"
 # it shows (labkit's TestREADMECommands, in its own copy of the checkout);
 # every exercise fails as shipped, passes solved, and in exercise mode only
 # the exercises' tests fail; every mermaid diagram renders; every module
-# builds for macOS. It runs beside the modules and reports in its log.
+# type-checks and vets for macOS. It runs beside the modules and reports in its log.
 checks_log=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks.XXXXXX")
 checks_rc=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks-rc.XXXXXX")
 set -m # the lane gets its own process group, so cleanup can stop all of it
@@ -99,7 +99,7 @@ set -m # the lane gets its own process group, so cleanup can stop all of it
   step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
     "$root/scripts/check-exercises.sh" --full
   step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
-  # Learners use macOS as often as Linux: every module must compile and vet there.
+  # Learners use macOS as often as Linux: every module must type-check and vet there.
   step "vetting every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
   echo "$rc" >"$checks_rc"
 ) >"$checks_log" 2>&1 </dev/null &

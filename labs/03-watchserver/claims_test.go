@@ -322,8 +322,8 @@ func watchEventNames(t *testing.T, server string, body []byte, names ...string) 
 // resourceVersion it starts with an ADDED event per existing object; the
 // /watch/.../NAME path watches that one object. Both servers.
 //
-// Upstream forces the watch after parsing the query, not in it: opts.Watch
-// stays false, so the query is defaulted and validated as a LIST's
+// Upstream forces the watch after parsing the query, not in it: without
+// ?watch=true opts.Watch stays false, so the query is defaulted and validated as a LIST's
 // (handlers/get.go, listOpts), and sendInitialEvents on a /watch/ path is
 // a 422 "sendInitialEvents is forbidden for list". Ours the same
 // (watchserver.ParseListOptions applies forceWatch after validating).
@@ -486,7 +486,7 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 // object is the bookmark's metadata as a PartialObjectMetadata, the
 // initial-events-end annotation kept (asTable in
 // k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go, reached
-// from watchEmbeddedEncoder.doEncode for every event). Ours sends the
+// from watchEmbeddedEncoder.doEncode for every event but an ERROR's Status). Ours sends the
 // bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
 func TestTableWatchBookmark(t *testing.T) {
 	ns, servers := bothServers(t, "tablebm")

@@ -128,7 +128,7 @@ func ParseListOptions(q url.Values, forceWatch bool, name string, convertField r
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 
-	// The legacy /watch/ paths watch whatever ?watch says, but only from
+	// The legacy /watch/ paths watch no matter what ?watch says, but only from
 	// here on: as upstream's ListResource, which passes forceWatch beside
 	// the options listOpts made, the query was defaulted and validated as a
 	// LIST's (sendInitialEvents on a /watch/ path is "forbidden for list";
