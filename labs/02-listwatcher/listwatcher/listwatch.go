@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -248,13 +249,24 @@ func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return lw.ListWithContext(context.Background(), opts)
 }
 
-// ListAllWithContext lists page by page (opts.Limit objects per page, all of them when
-// Limit is 0), following continue tokens, and returns one list holding every
-// item. All pages are served at the resourceVersion of the first page: the
-// continue token carries it, so a paginated list is as consistent as a single
-// one. Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go (ListPager).
+// ListAllWithContext lists page by page (opts.Limit objects per page, all of
+// them when Limit is 0) with ListPages, and returns one list holding every item.
 func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	first, err := lw.ListWithContext(ctx, opts)
+	return ListPages(ctx, lw.ListWithContext, opts)
+}
+
+// ListPages LISTs page by page through list (any ListerWatcher's
+// ListWithContext: lab 05's Reflector pages through it too), following
+// continue tokens, and returns one list holding every item. All pages are
+// served at the resourceVersion of the first page: the continue token
+// carries it, so a paginated list is as consistent as a single one. If a
+// continue token expires (410 Expired: etcd compacted the first page's
+// revision meanwhile), it lists everything again in one request as opts
+// asked, as upstream's pager does with FullListIfExpired (on in every pager
+// pager.New makes). Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go
+// (ListPager.list).
+func ListPages(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), opts metav1.ListOptions) (runtime.Object, error) {
+	first, err := list(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -267,12 +279,16 @@ func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOpt
 		return nil, err
 	}
 	for next := firstMeta.GetContinue(); next != ""; {
-		// Only the continue token and the limit may be sent with a continue:
-		// the resourceVersion is inside the token.
-		page, err := lw.ListWithContext(ctx, metav1.ListOptions{
+		// Only the continue token, the selectors and the limit may be sent
+		// with a continue: the resourceVersion is inside the token.
+		page, err := list(ctx, metav1.ListOptions{
 			LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
 			Limit: opts.Limit, Continue: next,
 		})
+		if apierrors.IsResourceExpired(err) {
+			opts.Limit, opts.Continue = 0, ""
+			return list(ctx, opts)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -258,3 +258,25 @@ func upstreamStreamWatcher(t *testing.T, body io.ReadCloser) watch.Interface {
 		serializer.WithoutConversionCodecFactory{CodecFactory: codecs}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion))
 	return watch.NewStreamWatcher(decoder, apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding"))
 }
+
+// TestListPagesExpiredContinue: a continue token that expired (410 Expired:
+// etcd compacted the first page's revision) is answered, as upstream's
+// pager does, by one LIST of everything as first asked (no limit, no token).
+func TestListPagesExpiredContinue(t *testing.T) {
+	expired := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"The provided continue parameter is too old to display a consistent list result."}`
+	f := newFakeAPIServer(t,
+		answer(200, list("10", "tok1", "a")),
+		answer(410, expired),
+		answer(200, list("12", "", "a", "b")))
+	got, err := f.listWatch("ns").ListAllWithContext(context.Background(), metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.(*corev1.ConfigMapList)
+	if len(l.Items) != 2 || l.ResourceVersion != "12" {
+		t.Fatalf("after the expired token: %d items at rv %q, want the full list's 2 at 12", len(l.Items), l.ResourceVersion)
+	}
+	if r := f.Requests(); len(r) != 3 || r[2] != "/api/v1/namespaces/ns/configmaps?resourceVersion=0" {
+		t.Fatalf("requests %q: want the third a LIST as first asked, without limit or continue", r)
+	}
+}

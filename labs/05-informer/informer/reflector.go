@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -270,10 +271,13 @@ func (r *Reflector) list(ctx context.Context) error {
 	return nil
 }
 
-// listPages LISTs page by page, following continue tokens. Page size: the
-// option, else 500, except when listing at a resourceVersion other than ""
-// and "0": the watch cache serves those only without a limit, and serving
-// from the cache is what keeps a thousand relisting clients off etcd.
+// listPages LISTs page by page, following continue tokens, through lab
+// 02's pager (listwatcher.ListPages, our twin of client-go's tools/pager,
+// which the upstream Reflector uses): one LIST of everything if a continue
+// token expires. Page size: the option, else 500, except when listing at a
+// resourceVersion other than "" and "0": the watch cache serves those only
+// without a limit, and serving from the cache is what keeps a thousand
+// relisting clients off etcd.
 func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	opts.Limit = defaultPageSize
 	switch {
@@ -282,45 +286,7 @@ func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (run
 	case opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 		opts.Limit = 0
 	}
-	first, err := r.lw.ListWithContext(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	firstMeta, err := meta.ListAccessor(first)
-	if err != nil {
-		return nil, err
-	}
-	items, err := meta.ExtractList(first)
-	if err != nil {
-		return nil, err
-	}
-	for next := firstMeta.GetContinue(); next != ""; {
-		page, err := r.lw.ListWithContext(ctx, metav1.ListOptions{Limit: opts.Limit, Continue: next})
-		if isExpiredError(err) {
-			// The continue token outlived etcd's compaction: tools/pager
-			// then lists everything in one request, as we do.
-			opts.Limit = 0
-			return r.lw.ListWithContext(ctx, opts)
-		}
-		if err != nil {
-			return nil, err
-		}
-		pageMeta, err := meta.ListAccessor(page)
-		if err != nil {
-			return nil, err
-		}
-		more, err := meta.ExtractList(page)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, more...)
-		next = pageMeta.GetContinue()
-	}
-	if err := meta.SetList(first, items); err != nil {
-		return nil, err
-	}
-	firstMeta.SetContinue("")
-	return first, nil
+	return listwatcher.ListPages(ctx, r.lw.ListWithContext, opts)
 }
 
 // watchList is the streaming list (WatchListClient): one watch with
