@@ -88,7 +88,7 @@ grep -qx cluster <<<"$modules" || modules="cluster $modules"
 # it shows (labkit's TestREADMECommands, in its own copy of the checkout);
 # every exercise fails as shipped, passes solved, and in exercise mode only
 # the exercises' tests fail; every mermaid diagram renders; every module
-# type-checks and vets for macOS. It runs beside the modules and reports in its log.
+# type-checks for macOS (and vets there, all but cluster/). It runs beside the modules and reports in its log.
 checks_log=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks.XXXXXX")
 checks_rc=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks-rc.XXXXXX")
 set -m # the lane gets its own process group, so cleanup can stop all of it

@@ -65,6 +65,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -220,6 +221,7 @@ func check(dir, goos, goarch string, patterns []string, stdout io.Writer) (bool,
 	delete(stdImports, "C")
 	for path := range srcs {
 		delete(hostImports, path)
+		delete(stdImports, path)
 	}
 
 	exports := map[string]string{}
@@ -240,9 +242,13 @@ func check(dir, goos, goarch string, patterns []string, stdout io.Writer) (bool,
 		}
 	}
 	if len(hostImports) > 0 {
-		// Host export data: GOOS and GOARCH as the environment has them
-		// (empty: the host's).
-		host, err := goList(dir, nil, append([]string{"-export", "-deps"}, sortedKeys(hostImports)...)...)
+		// Host export data, with the compile settings of
+		// scripts/build-labcluster.sh's go build (its -ldflags only
+		// matter to the linker), so it is the same build-cache entries.
+		// GOOS and GOARCH are set to this binary's own, go run builds it
+		// for the host, in case the environment names another platform.
+		hostEnv := []string{"GOOS=" + runtime.GOOS, "GOARCH=" + runtime.GOARCH}
+		host, err := goList(dir, hostEnv, append([]string{"-export", "-deps"}, sortedKeys(hostImports)...)...)
 		if err != nil {
 			return false, err
 		}
