@@ -56,8 +56,25 @@ func TestSlowWatcherIsTerminatedWithinTheBudget(t *testing.T) {
 	}
 	blockedAt := 2*inputSize + 2
 	const writes = 25
+	sw := slow.(*cacheWatcher)
 	for i := range writes {
 		e.create(t, "ns", fmt.Sprint("p", i), "", nil)
+		if k := i + 1; k < blockedAt {
+			// Let each event settle before the next: every fast watcher
+			// has it, and the slow watcher's goroutine has moved what it
+			// can into result (inputSize), holds one, and leaves the rest
+			// in input. Without this wait the goroutine may lag, the
+			// dispatcher find input full earlier, and the event it blocks
+			// on be another one from run to run.
+			waitFor(t, fmt.Sprintf("event %d settled", k), func() bool {
+				for _, r := range fast {
+					if r.len() != k {
+						return false
+					}
+				}
+				return len(sw.result) == min(k, inputSize) && len(sw.input) == max(0, k-inputSize-1)
+			})
+		}
 	}
 	waitFor(t, "the dispatcher blocked on the slow watcher", func() bool {
 		return e.cacher.Metrics().BlockedDispatches == 1

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,7 @@ func TestStartRejectsAnAddressOtherThanLoopback(t *testing.T) {
 // 410, and Restart keeps address, token and objects, leaving no goroutine
 // behind after Close.
 func TestMetricsCompactAndRestart(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer labtest.VerifyNoLeaks(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
 	in, err := Start(Config{Listen: "127.0.0.1:0", KubeconfigOut: filepath.Join(dir, "mini.kubeconfig"), EtcdDir: filepath.Join(dir, "etcd"), ErrorLog: io.Discard})
 	if err != nil {

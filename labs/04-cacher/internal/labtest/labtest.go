@@ -8,6 +8,10 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -172,5 +176,27 @@ func FlushIdleWatchStreams(c *clientv3.Client) {
 	<-ch
 	cancel()
 	for range ch {
+	}
+}
+
+// VerifyNoLeaks fails t if goroutines other than those opts allow are still
+// running, after waiting up to 10 s for them to end. goleak.VerifyNone
+// alone retries for about 2 s: the in-process etcd server and the test's
+// client tear a gRPC connection down asynchronously (the transport's writer,
+// reader and keepalive goroutines), and on a loaded 2-core machine that can
+// take longer. A goroutine still there after 10 s is a leak.
+func VerifyNoLeaks(t testing.TB, opts ...goleak.Option) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := goleak.Find(opts...)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Error(err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // poll again; the deadline bounds it
 	}
 }
