@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
 func TestStartRejectsAnAddressOtherThanLoopback(t *testing.T) {
