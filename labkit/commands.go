@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -36,6 +37,7 @@ import (
 func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"kapply":         cmdApply,
+		"kcreate":        cmdCreate,
 		"kpatch":         cmdPatch,
 		"kdelete":        cmdDelete,
 		"listrv":         cmdListRV,
@@ -80,14 +82,38 @@ func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: kapply FILE")
 	}
+	forEachObject(ts, args[0], func(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		_, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "labkit", Force: true})
+		return err
+	}, "applied")
+}
+
+// kcreate FILE: create every object in FILE into $NS, as `kubectl create -f`
+// does. kapply is a server-side apply, which the labs' own servers (lab 03's,
+// lab 04's miniapiserver) do not serve; a create works on every target.
+func cmdCreate(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "kcreate")
+	if len(args) != 1 {
+		ts.Fatalf("usage: kcreate FILE")
+	}
+	forEachObject(ts, args[0], func(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		_, err := ri.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}, "created")
+}
+
+// forEachObject decodes FILE (YAML or JSON, "---" separated) and calls do for
+// each object with its resource on the script's target, in $NS when the
+// resource is namespaced; it logs "VERB resource/name".
+func forEachObject(ts *testscript.TestScript, file string, do func(context.Context, dynamic.ResourceInterface, *unstructured.Unstructured) error, verb string) {
 	s := stateOf(ts)
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(args[0])), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(file)), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); err == io.EOF {
 			return
 		} else if err != nil {
-			ts.Fatalf("%s: %v", args[0], err)
+			ts.Fatalf("%s: %v", file, err)
 		}
 		if len(obj.Object) == 0 {
 			continue // an empty YAML document
@@ -95,19 +121,18 @@ func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
 		gvk := obj.GroupVersionKind()
 		mapping, err := s.target.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			ts.Fatalf("%s: %v", args[0], err)
+			ts.Fatalf("%s: target %s: %v", file, s.target.Name, err)
 		}
-		ri := s.target.Dynamic.Resource(mapping.Resource)
-		ctx, cancel := ctxTimeout(30 * time.Second)
+		var ri dynamic.ResourceInterface = s.target.Dynamic.Resource(mapping.Resource)
 		if mapping.Scope.Name() == "namespace" {
 			obj.SetNamespace(s.ns)
-			_, err = ri.Namespace(s.ns).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "labkit", Force: true})
-		} else {
-			_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "labkit", Force: true})
+			ri = s.target.Dynamic.Resource(mapping.Resource).Namespace(s.ns)
 		}
+		ctx, cancel := ctxTimeout(30 * time.Second)
+		err = do(ctx, ri, obj)
 		cancel()
 		ts.Check(err)
-		ts.Logf("applied %s/%s", mapping.Resource.Resource, obj.GetName())
+		ts.Logf("%s %s/%s", verb, mapping.Resource.Resource, obj.GetName())
 	}
 }
 

@@ -9,7 +9,6 @@
 // Besides labkit's commands (labkit/README.md; tcpproxy takes the apiserver
 // away from the informer alone) the scripts use:
 //
-//	kcreate FILE                  create every object of FILE in $NS (kubectl create -f, in-process)
 //	freshlist [-l SEL] RES FILE   LIST RES in $NS and write "name resourceVersion" lines, sorted
 //	converged [-timeout D] FILE   wait until FILE (podsbynode --out) equals the pods per node of a LIST
 //	mini compact|restart          lab 04's command, on mini: compact etcd, restart the server (minitarget.Cmd)
@@ -19,7 +18,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -28,10 +26,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -63,7 +59,6 @@ func TestScripts(t *testing.T) {
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
 		RunOn:   []string{labkit.TargetReal, minitarget.Name},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"kcreate":   cmdCreate,
 			"freshlist": cmdFreshList,
 			"converged": cmdConverged,
 			"mini":      minitarget.Cmd,
@@ -84,41 +79,6 @@ func TestScripts(t *testing.T) {
 		return
 	}
 	labkit.RunScripts(t, "testdata/script", opts)
-}
-
-// kcreate FILE: create every object of FILE (YAML or JSON, "---"
-// separated) in $NS on the script's target, as `kubectl create -f FILE`
-// would. labkit's kapply is a server-side apply, which the miniapiserver
-// does not serve (lab 03 leaves it out); a create works on both targets,
-// and in this process it costs no kubectl start per file.
-func cmdCreate(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: kcreate FILE")
-	}
-	c := labkit.Target(ts)
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(args[0])), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err == io.EOF {
-			return
-		} else if err != nil {
-			ts.Fatalf("kcreate %s: %v", args[0], err)
-		}
-		if len(obj.Object) == 0 {
-			continue // an empty YAML document
-		}
-		gvk := obj.GroupVersionKind()
-		mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			ts.Fatalf("kcreate %s: target %s: %v", args[0], c.Name, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		obj.SetNamespace(ts.Getenv("NS"))
-		_, err = c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
-		cancel()
-		ts.Check(err)
-		ts.Logf("created %s/%s", mapping.Resource.Resource, obj.GetName())
-	}
 }
 
 // freshlist [-l SELECTOR] RESOURCE FILE: a LIST straight from the
