@@ -34,10 +34,30 @@ fi
 # The pinned mermaid-cli, installed once per package-lock.json; puppeteer's
 # own browser download is skipped: we drive the system's chromium.
 stamp="$tools/node_modules/.lock-installed"
-if [[ ! -x "$tools/node_modules/.bin/mmdc" ]] || ! cmp -s "$tools/package-lock.json" "$stamp"; then
-  echo "render-diagrams: installing @mermaid-js/mermaid-cli (npm ci in tools/mermaid)"
-  (cd "$tools" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  cp "$tools/package-lock.json" "$stamp"
+installed() { [[ -x "$tools/node_modules/.bin/mmdc" ]] && cmp -s "$tools/package-lock.json" "$stamp"; }
+if ! installed; then
+  # One install at a time: test.sh's checks lane and learn's diagram test
+  # may both get here at once, and two npm ci in one directory break each
+  # other. The lock is a directory (mkdir is atomic, on macOS too) holding
+  # its owner's PID, so a lock left by a killed run is taken over.
+  lock="$tools/.install.lock"
+  until mkdir "$lock" 2>/dev/null; do
+    owner=$(cat "$lock/pid" 2>/dev/null || true)
+    if [[ -n $owner ]] && ! kill -0 "$owner" 2>/dev/null; then
+      rm -rf "$lock"
+      continue
+    fi
+    sleep 1
+  done
+  echo $$ >"$lock/pid"
+  trap 'rm -rf "$lock"' EXIT
+  if ! installed; then # the lock's last holder may have installed it
+    echo "render-diagrams: installing @mermaid-js/mermaid-cli (npm ci in tools/mermaid)"
+    (cd "$tools" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$tools/package-lock.json" "$stamp"
+  fi
+  rm -rf "$lock"
+  trap - EXIT
 fi
 
 mkdir -p "$out"
