@@ -205,6 +205,6 @@ func checkLeaks(t *testing.T, more ...goleak.Option) {
 	}, more...)
 	t.Cleanup(func() {
 		labtest.FlushIdleWatchStreams(etcdServer.Client)
-		labtest.VerifyNoLeaks(t, opts...)
+		labtest.VerifyNoLeaks(t, append(opts, labtest.GRPCTransports...)...)
 	})
 }

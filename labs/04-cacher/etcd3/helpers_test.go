@@ -22,6 +22,6 @@ func checkLeaks(t *testing.T) {
 	baseline := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		labtest.FlushIdleWatchStreams(etcdServer.Client)
-		labtest.VerifyNoLeaks(t, baseline)
+		labtest.VerifyNoLeaks(t, append([]goleak.Option{baseline}, labtest.GRPCTransports...)...)
 	})
 }

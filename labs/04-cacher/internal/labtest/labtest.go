@@ -179,6 +179,20 @@ func FlushIdleWatchStreams(c *clientv3.Client) {
 	}
 }
 
+// GRPCTransports are the goroutines of a gRPC connection between this
+// process's etcd client and its in-process etcd server (the transports'
+// writer, reader and keepalive). The shared client may open a connection
+// during a test and keep it for the next one: it is the client's, not the
+// test's. A leaked client or watch still shows (clientv3's own goroutines,
+// the server's watch streams).
+var GRPCTransports = []goleak.Option{
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*loopyWriter).run"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Server).keepalive"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).keepalive"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).reader"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Server).HandleStreams"),
+}
+
 // VerifyNoLeaks fails t if goroutines other than those opts allow are still
 // running, after waiting up to 10 s for them to end. goleak.VerifyNone
 // alone retries for about 2 s: the in-process etcd server and the test's
