@@ -21,12 +21,15 @@ func TestAliveZombieAndReaped(t *testing.T) {
 	if _, err := os.Stat("/proc"); err == nil {
 		// Linux: until Wait reaps it, the exited child is a zombie, which
 		// still answers signal 0; Alive must look past that.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.After(10 * time.Second)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
 		for Alive(pid) {
-			if time.Now().After(deadline) {
+			select {
+			case <-deadline:
 				t.Fatalf("pid %d: an exited, unreaped child still reported alive", pid)
+			case <-tick.C: // look again
 			}
-			time.Sleep(5 * time.Millisecond) // poll; the deadline bounds it
 		}
 		if err := syscall.Kill(pid, 0); err != nil {
 			t.Fatalf("pid %d was reaped already (%v): the zombie case went untested", pid, err)

@@ -100,6 +100,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 var (
@@ -916,17 +918,13 @@ func TestREADMECommands(t *testing.T) {
 			clusterUp = true
 			// A learner's cluster is older than a few seconds: wait for
 			// what the controller-manager adds to every namespace.
-			deadline := time.Now().Add(time.Minute)
-			for {
+			err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 				c := exec.Command(filepath.Join(copyDir, "scripts", "kubectl"), "-n", "default", "get", "configmap", "kube-root-ca.crt")
 				c.Dir, c.Env = copyDir, env
-				if c.Run() == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("no ConfigMap default/kube-root-ca.crt a minute after cluster-up")
-				}
-				time.Sleep(200 * time.Millisecond) // polling a condition, with a deadline
+				return c.Run() == nil, nil
+			})
+			if err != nil {
+				t.Fatal("no ConfigMap default/kube-root-ca.crt a minute after cluster-up")
 			}
 		}
 		err := runREADME(f, copyDir, steps, env, logf)

@@ -22,6 +22,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -425,12 +426,12 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	} {
 		// The RoleBinding takes effect once the apiserver's RBAC informer
 		// has it: until then a 403.
-		deadline := time.Now().Add(30 * time.Second)
-		resp, body := get(t, c.c, url, c.token, "application/json")
-		for resp.StatusCode == http.StatusForbidden && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond) // polling a condition, with a deadline
+		var resp *http.Response
+		var body []byte
+		wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			resp, body = get(t, c.c, url, c.token, "application/json")
-		}
+			return resp.StatusCode != http.StatusForbidden, nil
+		})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: watch: HTTP %d %s", c.who, resp.StatusCode, body)
 		}
@@ -462,22 +463,19 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 		}
 	}
 	const gauge = `apiserver_flowcontrol_current_executing_requests{flow_schema="service-accounts",priority_level="workload-low"} `
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var value string
+	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		_, metrics := get(t, admin, cluster.Server+"/metrics", "", "")
-		var value string
+		value = ""
 		for _, l := range strings.Split(string(metrics), "\n") {
 			if v, ok := strings.CutPrefix(l, gauge); ok {
 				value = v
 			}
 		}
-		if value == "0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("with 3 initialized watches open, %s is %q, want 0 (a watch executes only until it is initialized)", gauge, value)
-		}
-		time.Sleep(200 * time.Millisecond) // polling a condition, with a deadline
+		return value == "0", nil
+	})
+	if err != nil {
+		t.Fatalf("with 3 initialized watches open, %s is %q, want 0 (a watch executes only until it is initialized)", gauge, value)
 	}
 }
 
