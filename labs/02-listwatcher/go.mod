@@ -50,3 +50,15 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// The workspace's own modules, by relative path: the module builds, vets
+// and tidies on its own (GOWORK=off) as well as in go.work.
+require (
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0 // indirect
+	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
+)
+
+replace (
+	github.com/listwatch-labs/listwatch-labs/clusterstate => ../../clusterstate
+	github.com/listwatch-labs/listwatch-labs/labkit => ../../labkit
+)

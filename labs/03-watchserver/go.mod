@@ -3,7 +3,6 @@ module github.com/listwatch-labs/listwatch-labs/labs/03-watchserver
 go 1.26.0
 
 require (
-	github.com/rogpeppe/go-internal v1.16.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.56.0
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
@@ -41,6 +40,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.19.2 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -75,4 +75,16 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+// The workspace's own modules, by relative path: the module builds, vets
+// and tidies on its own (GOWORK=off) as well as in go.work.
+require (
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0 // indirect
+	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
+)
+
+replace (
+	github.com/listwatch-labs/listwatch-labs/clusterstate => ../../clusterstate
+	github.com/listwatch-labs/listwatch-labs/labkit => ../../labkit
 )
