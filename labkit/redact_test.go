@@ -12,8 +12,7 @@ import (
 // captureT is testscript's T that records what testscript logs, verbose as
 // with go test -v; it stands for *testing.T in TestScriptLogHidesTheToken.
 type captureT struct {
-	log    *strings.Builder
-	failed bool
+	log *strings.Builder
 }
 
 func (c captureT) Skip(args ...any)  { c.Log(args...) }

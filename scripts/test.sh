@@ -7,7 +7,9 @@
 # What it runs: the version and link checks (scripts/check-versions.sh,
 # scripts/check-links.sh); then two lanes at once, since most tests wait on a
 # server and one lane leaves half of a 2-core machine idle:
-#   - the modules, one after another: go vet, go test -race (RACE=0 leaves the
+#   - the modules, one after another: gofmt -l, go mod tidy -diff (on its own
+#     with GOWORK=off, and in the workspace), go vet (both ways), staticcheck
+#     (go tool staticcheck; not cluster/), go test -race (RACE=0 leaves the
 #     race detector out, for a quicker run; cluster/ never has it), every fuzz
 #     target for FUZZTIME (default 10s), every benchmark once (-benchtime=1x)
 #     so none rots. Their output streams as it comes.
@@ -16,6 +18,8 @@
 #     type-check of every module (scripts/cross-build.sh: go vet, and
 #     cluster/internal/portcheck for cluster/). Their output is
 #     kept in a log and printed when the modules are done.
+# At the end it fails if the run changed any file of the checkout (a go.sum a
+# go command tidied, say): a test run must leave the tree as it found it.
 # Speed is measured with go test -bench and benchstat by hand, never here.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +42,18 @@ if ! command -v curl >/dev/null; then
   fi
   need curl "install it with your package manager (apt-get install curl, brew install curl)"
 fi
+
+# Nothing a test run does may rewrite a tracked file: a go.sum or go.work.sum
+# a go command tidied, a golden file a test regenerated. The state of the
+# tracked files (and the list of untracked ones) is taken now and compared at
+# the end; a learner's own uncommitted edits are part of both, so they pass.
+tree_state() {
+  git -C "$root" diff HEAD --binary 2>/dev/null | cksum
+  git -C "$root" ls-files --others --exclude-standard 2>/dev/null
+}
+in_git=0
+git -C "$root" rev-parse --git-dir >/dev/null 2>&1 && in_git=1
+((in_git)) && tree_before=$(tree_state) && status_before=$(git -C "$root" status --porcelain=v1 2>/dev/null)
 
 # On exit (or Ctrl-C): stop the checks lane, then the cluster we started.
 started="" checks_pid=""
@@ -123,7 +139,21 @@ for m in $modules; do
     # check the few goroutines of our supervisor. The labs and labkit, whose
     # concurrency is the lesson, get the race detector.
     [[ $m == cluster ]] && export GOWORK=off && modrace=
+    # Go habits a Go developer has by reflex: gofmt, go mod tidy (the module
+    # must be tidy on its own, GOWORK=off, and inside go.work), go vet, and
+    # staticcheck (labkit's tool directive pins it; cluster/ is left out: it
+    # would analyse all of Kubernetes again, and go vet covers our code there).
+    unformatted=$(gofmt -l .)
+    if [[ -n $unformatted ]]; then
+      echo "gofmt would change these files (run gofmt -w on them):"; echo "$unformatted"; exit 1
+    fi
+    GOWORK=off go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy with GOWORK=off (run: cd $m && GOWORK=off go mod tidy)"; exit 1; }
+    if [[ $m != cluster ]]; then
+      go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy in the workspace (run: cd $m && go mod tidy)"; exit 1; }
+      GOWORK=off go vet ./... || { echo "$m does not vet on its own (GOWORK=off)"; exit 1; }
+    fi
     go vet ./... &&
+      { [[ $m == cluster ]] || go tool staticcheck ./...; } &&
       go test $modrace -count=1 ./... &&
       for pkg in $(go list ./...); do
         dir=$(go list -f '{{.Dir}}' "$pkg")
@@ -167,11 +197,22 @@ checks_pid=""
 [[ $(cat "$checks_rc" 2>/dev/null) == 0 ]] || checks_failed=1
 rm -f "$checks_log" "$checks_rc"
 
+tree_changed=0
+if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
+  tree_changed=1
+  echo "test.sh: the run changed files in the checkout (a tool or test rewrote them; git diff shows how):"
+  changed=$(diff <(echo "$status_before") <(git -C "$root" status --porcelain=v1) | sed -n 's/^[<>] /  /p')
+  echo "${changed:-  (only files that were already modified before the run: see git diff)}"
+fi
+
 echo
 echo "test.sh summary:"
 printf '  %s\n' "${summary[@]}"
 if [[ $checks_failed != 0 ]]; then
   echo "  FAIL  checks (versions, links, README commands, exercises, diagrams or macOS vet: see above)"
 fi
+if [[ $tree_changed != 0 ]]; then
+  echo "  FAIL  the run changed tracked files (see above)"
+fi
 echo "modules: $passed passed, $failed failed"
-[[ $failed == 0 && $checks_failed == 0 ]]
+[[ $failed == 0 && $checks_failed == 0 && $tree_changed == 0 ]]

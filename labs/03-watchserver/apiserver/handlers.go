@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -335,7 +336,7 @@ func (r *resourceHandler) updateFunc(name string, newObject func(current runtime
 		m, _ := meta.Accessor(obj)
 		cur, _ := meta.Accessor(current)
 		if rv := m.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
-			return nil, nil, apierrors.NewConflict(r.GroupResource, name, fmt.Errorf(optimisticLockErrorMsg))
+			return nil, nil, apierrors.NewConflict(r.GroupResource, name, errors.New(optimisticLockErrorMsg))
 		}
 		m.SetUID(cur.GetUID())
 		m.SetCreationTimestamp(cur.GetCreationTimestamp())
