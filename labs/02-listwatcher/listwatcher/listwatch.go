@@ -100,9 +100,12 @@ func New(cfg *rest.Config, resource, namespace string) (*ListWatch, error) {
 
 // KindFor finds the core/v1 kind whose plural resource name is resource
 // ("configmaps" -> ConfigMap). A typed client-go client needs no such map (it
-// decodes whatever kind the body names, through its scheme); a dynamic
-// client learns resource-to-kind from discovery, through a RESTMapper. A
-// scheme that knows core/v1 is enough for this lab.
+// decodes whatever kind the body names, through its scheme); nor does a
+// dynamic client, which is given the resource and decodes whatever kind the
+// body names into `unstructured.UnstructuredList`
+// (k8s.io/client-go@v0.36.4/dynamic/simple.go:248-261); going from a kind to
+// a resource is a RESTMapper's job (kubectl's). A scheme that knows core/v1
+// is enough for this lab.
 func KindFor(resource string) (schema.GroupVersionKind, error) {
 	s, err := coreScheme()
 	if err != nil {
