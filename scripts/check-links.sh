@@ -16,4 +16,5 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "${1:-$here}" && pwd) || exit 2
-cd "$here" && exec go run ./labkit/cmd/checklinks "$root"
+# From labkit/, so that it builds with or without the workspace (GOWORK=off).
+cd "$here/labkit" && exec go run ./cmd/checklinks "$root"
