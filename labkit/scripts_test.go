@@ -113,7 +113,7 @@ func TestCheckLinks(t *testing.T) {
 		t.Fatalf("this checkout has a broken upstream reference:\n%s", out)
 	}
 	const good = "// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go.\n" +
-		"// See https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L10\n" +
+		"// See `Reflector` at https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L106\n" +
 		"// and k8s.io/client-go@v0.36.4/tools/cache.NewSharedIndexInformer\n"
 	if out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"a.go": good})); code != 0 || !strings.Contains(out, "all 3 upstream references") {
 		t.Fatalf("good references fail: exit %d\n%s", code, out)
@@ -124,11 +124,71 @@ func TestCheckLinks(t *testing.T) {
 	blob := "https://github.com/kubernetes/"
 	for name, tc := range map[string]struct{ body, want string }{
 		"invented file":          {"// k8s.io/apiserver" + at + "/pkg/endpoints/handlers/watch_encoder.go\n", "k8s.io/apiserver@v0.36.4 has no pkg/endpoints/handlers/watch_encoder.go"},
-		"line past the end":      {"[x](" + blob + "client-go/blob/v0.36.4/tools/cache/reflector.go#L999999)\n", "reflector.go has"},
+		"line past the end":      {"`Reflector` [x](" + blob + "client-go/blob/v0.36.4/tools/cache/reflector.go#L999999)\n", "reflector.go has"},
 		"unknown symbol":         {"// k8s.io/client-go" + at + "/tools/cache.NewNoSuchInformer\n", "tools/cache declares no NewNoSuchInformer"},
 		"kubernetes non-staging": {"see " + blob + "kubernetes/tree/v1.36.4/pkg/registry/no-such-dir\n", "k8s.io/kubernetes@v1.36.4 has no pkg/registry/no-such-dir"},
 	} {
 		out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"README.md": tc.body}))
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, output:\n%s\nwant a failure naming %q", name, code, out, tc.want)
+		}
+	}
+}
+
+// TestCheckLinksLines: a citation of lines must cite lines that hold the
+// identifier its sentence names (the nearest backticked one before it in its
+// paragraph), in every citation form.
+func TestCheckLinksLines(t *testing.T) {
+	// Spelt in pieces, so that this file, which the check reads too, holds
+	// no citation of lines whole.
+	reflector := "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go:"
+	etcdWatch := "go.etcd.io/etcd/server/v3" + "@v3.6.8/etcdserver/api/v3rpc/watch.go:"
+	blob := "https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L"
+	good := map[string]string{
+		"README.md": "After a watch's 410 the Reflector's `isExpiredError` case does not\n" +
+			"mark the version unavailable (" + reflector + "646-651), and etcd sends a\n" +
+			"progress notification every `progressReportInterval` (" + etcdWatch + "87),\n" +
+			"as the link shows: `watch.go` (" + etcdWatch + "87).\n" +
+			"\n" +
+			"- `cache.Reflector` is a type ([link](" + blob + "106-L106)); `kubectl get` passes over\n" +
+			"  commands to the identifier before them (" + blob + "106).\n",
+		"x.go": "package x\n\n" +
+			"// The Reflector (`(*Reflector).ListAndWatch()`'s loop) relists after\n" +
+			"// a 410 only when the list itself is refused:\n" +
+			"// `isExpiredError(err)` is checked again at " + reflector + "720.\n",
+	}
+	out, code := runScript(t, "check-links.sh", gitTree(t, good))
+	if code != 0 || !strings.Contains(out, "the 6 that cite lines hold the identifier") {
+		t.Fatalf("good citations fail: exit %d\n%s", code, out)
+	}
+
+	for name, tc := range map[string]struct{ body, want string }{
+		"range without the identifier": {"`progressReportInterval` is 10 minutes (" + reflector + "646-651).\n",
+			"reflector.go:646-651: lines 646-651 do not hold `progressReportInterval`: \"switch {\""},
+		"line past the end": {"the `Reflector` (" + reflector + "99999).\n",
+			"reflector.go:99999: reflector.go has"},
+		"no identifier": {"Upstream relists after a 410 (" + reflector + "646-651).\n",
+			"cite which identifier?"},
+		"not an identifier": {"with `resourceVersion=\"0\"` and `kubectl get`\nit relists (" + blob + "720).\n",
+			"cite which identifier?"},
+		"identifier in another paragraph": {"`isExpiredError` is there.\n\nUpstream relists (" + reflector + "720).\n",
+			"cite which identifier?"},
+		"missing etcd file": {"`progressReportInterval` (" + strings.Replace(etcdWatch, "watch.go", "watcher.go", 1) + "87)\n",
+			"go.etcd.io/etcd/server/v3@v3.6.8 has no etcdserver/api/v3rpc/watcher.go"},
+		"missing etcd module": {"`progressReportInterval` (" + strings.Replace(etcdWatch, "server/v3", "servers/v3", 1) + "87)\n",
+			"go.etcd.io/etcd/servers/v3@v3.6.8 is not a module version"},
+		"two ranges": {"`isExpiredError` (" + reflector + "720-721, 820-821)\n",
+			"one range per citation"},
+		"range backwards": {"`isExpiredError` (" + reflector + "721-720)\n",
+			"ends before it starts"},
+		"go comment, other paragraph": {"package x\n\n// `isExpiredError` is there.\n//\n// Upstream relists (" + reflector + "720).\n",
+			"cite which identifier?"},
+	} {
+		file := "README.md"
+		if strings.HasPrefix(tc.body, "package") {
+			file = "x.go"
+		}
+		out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{file: tc.body}))
 		if code == 0 || !strings.Contains(out, tc.want) {
 			t.Errorf("%s: exit %d, output:\n%s\nwant a failure naming %q", name, code, out, tc.want)
 		}

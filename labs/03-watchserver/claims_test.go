@@ -100,8 +100,8 @@ func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Respons
 
 // TestWatchContentType: a JSON watch is served as plain application/json by
 // both servers; the real one adds ";stream=watch" for protobuf
-// (k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go,
-// serveWatchHandler), which ours does not serve.
+// (`mediaType` in serveWatchHandler, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:95-108),
+// which ours does not serve.
 func TestWatchContentType(t *testing.T) {
 	servers := twoServers(t)
 	const path = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
@@ -141,8 +141,8 @@ func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
 // TestTooLargeResourceVersion: a LIST at a resourceVersion the server has
 // not reached is a 504 Timeout "Too large resource version" with a retry
 // hint, from both servers. The real one answers only after waiting for its
-// watch cache to catch up (blockTimeout, 3 s, in
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go); ours at once.
+// watch cache to catch up (`blockTimeout`, 3 s, in
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:53); ours at once.
 func TestTooLargeResourceVersion(t *testing.T) {
 	for _, s := range twoServers(t) {
 		_, body := get(t, s.c, s.url+"/api/v1/namespaces/default/configmaps", s.token, "")
@@ -175,8 +175,8 @@ func TestTooLargeResourceVersion(t *testing.T) {
 // TestExpiredTimeoutOnTheRealServer: timeoutSeconds=-1 makes a context that
 // is already done. With resourceVersion "" the real Cacher reads its current
 // revision with that context and may answer an ERROR event "context deadline
-// exceeded" (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go,
-// getWatchCacheResourceVersion), or the WatchServer's expired timer ends the
+// exceeded" (`getWatchCacheResourceVersion` calls `GetCurrentResourceVersion`
+// with it, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1303), or the WatchServer's expired timer ends the
 // stream first: an empty 200. With a resourceVersion N there is no such read:
 // always an empty 200. Ours: memstorage's TestExpiredContext.
 func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
@@ -210,7 +210,7 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 // TestExactListOfAnOlderRVOnTheRealServer: a LIST with
 // resourceVersionMatch=Exact at a resourceVersion older than the newest is
 // answered with the state of that moment (from a watch cache snapshot if one
-// fits, else from etcd: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go),
+// fits, else from etcd: `shouldDelegateExactRV`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1428-1439),
 // not 410; 410 comes only once etcd has compacted that revision (lab 01's
 // too-old exercise). Ours rebuilds it from the history ring.
 func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
@@ -247,8 +247,8 @@ func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
 
 // TestTableWatchColumnsOnlyFirst: a watch that asks for Tables (as kubectl
 // get -w does) gets the column definitions in its first event only, from
-// the real apiserver (watchEmbeddedEncoder in
-// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go) and ours.
+// the real apiserver (watchEmbeddedEncoder sets `NoHeaders` after the first,
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:88-96) and ours.
 func TestTableWatchColumnsOnlyFirst(t *testing.T) {
 	ns, servers := bothServers(t, "table")
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -318,8 +318,8 @@ func watchEventNames(t *testing.T, server string, body []byte, names ...string) 
 // TestLegacyWatchPathForcesAWatch: GET /api/v1/watch/namespaces/NS/configmaps
 // is a watch without any ?watch parameter, and even with ?watch=false: the
 // installer routes the deprecated /watch/ paths to ListResource with
-// forceWatch true (k8s.io/apiserver@v0.36.4/pkg/endpoints/installer.go,
-// restfulListResource; handlers/get.go, ListResource). With no
+// forceWatch true (`restfulListResource`, k8s.io/apiserver@v0.36.4/pkg/endpoints/installer.go:1015;
+// `ListResource`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:168-190). With no
 // resourceVersion it starts with an ADDED event per existing object; the
 // /watch/.../NAME path watches that one object. Both servers.
 //
@@ -360,13 +360,15 @@ func TestLegacyWatchPathForcesAWatch(t *testing.T) {
 
 // TestWatchPassesPriorityAndFairness: a watch on the real apiserver goes
 // through priority and fairness like any request (the filter skips other
-// long-running requests, not watches:
-// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go,
-// Handle), and its response names, by UID, the FlowSchema that classified
-// it and the priority level that admitted it (setResponseHeaders). The
+// long-running requests, not watches: `isWatchRequest`,
+// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:101-104),
+// and its response names, by UID, the FlowSchema that classified
+// it and the priority level that admitted it (`setResponseHeaders`,
+// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:365). The
 // cluster's admin matches the FlowSchema "exempt"; a service account's
 // watch the FlowSchema "service-accounts", priority level "workload-low"
-// (the suggested configuration, k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go).
+// (the suggested configuration, `SuggestedFlowSchemaServiceAccounts`,
+// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:404-405).
 // Ours has no priority and fairness.
 func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	cluster := labkit.Current()
@@ -446,8 +448,8 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	// events sent): three open watches of the service account, each past
 	// its initial ADDED, leave the gauge of executing requests of its
 	// FlowSchema at 0 (apiserver_flowcontrol_current_executing_requests:
-	// "in initial (for a WATCH) ... execution stage",
-	// k8s.io/apiserver@v0.36.4/pkg/util/flowcontrol/metrics/metrics.go).
+	// "in initial (for a WATCH) ... execution stage", `apiserverCurrentExecutingRequests`,
+	// k8s.io/apiserver@v0.36.4/pkg/util/flowcontrol/metrics/metrics.go:246-251).
 	send(t, admin, http.MethodPost, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps", "", "application/json", `{"metadata":{"name":"x"}}`)
 	for range 3 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps?watch=1&timeoutSeconds=60&fieldSelector=metadata.name%3Dx", nil)
@@ -482,9 +484,10 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 // TestTableWatchBookmark: in a watch that asks for Tables, the real
 // apiserver turns a BOOKMARK's object into a Table too: one row whose
 // object is the bookmark's metadata as a PartialObjectMetadata, the
-// initial-events-end annotation kept (asTable in
-// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go, reached
-// from watchEmbeddedEncoder.doEncode for every event but an ERROR's Status). Ours sends the
+// initial-events-end annotation kept (`asTable` in
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:367, reached
+// from watchEmbeddedEncoder.doEncode for every event but an ERROR's Status:
+// `doTransformObject`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:247-269). Ours sends the
 // bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
 func TestTableWatchBookmark(t *testing.T) {
 	ns, servers := bothServers(t, "tablebm")

@@ -1,7 +1,8 @@
 //go:build !exercise
 
 // Upstream: k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go
-// (ListOptions: the query parameters a watch is asked with, and their names).
+// (`ListOptions`: the query parameters a watch is asked with, and their
+// names, k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go:346).
 //
 // This is the solution of the exercise watch-query (README: "Write it
 // yourself"); query_exercise.go is the stub built with -tags exercise.

@@ -1,8 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/rest/request.go (Request.Watch: a
-// response that is not 200 OK is turned into an error from its Status body,
-// before any stream is read).
+// Upstream: k8s.io/client-go@v0.36.4/rest/request.go (`Request.Watch`: a
+// response that is not 200 OK is turned into an error from its Status body
+// by `transformResponse`, before any stream is read:
+// k8s.io/client-go@v0.36.4/rest/request.go:796-815).
 //
 // This is the solution of the exercise refused-watch (README: "Write it
 // yourself"); refused_exercise.go is the stub built with -tags exercise.

@@ -24,7 +24,8 @@ import (
 // StatusError turns the object of an ERROR event into an error carrying
 // its Status (a *apierrors.StatusError). A "too old resource version" answers
 // true to apierrors.IsResourceExpired (reason Expired) or apierrors.IsGone
-// (reason Gone): both are code 410 and both mean "relist".
+// (reason Gone): both are code 410 and both mean "relist" (the Reflector's
+// `isExpiredError` checks both, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1154-1160).
 func StatusError(obj runtime.Object) error {
 	if status, ok := obj.(*metav1.Status); ok {
 		return &apierrors.StatusError{ErrStatus: *status}

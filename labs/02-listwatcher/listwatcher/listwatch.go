@@ -100,9 +100,12 @@ func New(cfg *rest.Config, resource, namespace string) (*ListWatch, error) {
 
 // KindFor finds the core/v1 kind whose plural resource name is resource
 // ("configmaps" -> ConfigMap). A typed client-go client needs no such map (it
-// decodes whatever kind the body names, through its scheme); a dynamic
-// client learns resource-to-kind from discovery, through a RESTMapper. A
-// scheme that knows core/v1 is enough for this lab.
+// decodes whatever kind the body names, through its scheme); nor does a
+// dynamic client, which is given the resource and decodes whatever kind the
+// body names into `unstructured.UnstructuredList`
+// (k8s.io/client-go@v0.36.4/dynamic/simple.go:248-261); going from a kind to
+// a resource is a RESTMapper's job (kubectl's). A scheme that knows core/v1
+// is enough for this lab.
 func KindFor(resource string) (schema.GroupVersionKind, error) {
 	s, err := coreScheme()
 	if err != nil {
@@ -168,9 +171,11 @@ func (lw *ListWatch) query(opts metav1.ListOptions) url.Values {
 	// consistent read: the newest state. At v1.36 both "" and "0" are served
 	// from the apiserver's watch cache; "" first asks etcd for its current
 	// revision and waits until the cache has caught up with it
-	// (ConsistentListFromCache, GA and locked on), "0" takes whatever the
-	// cache holds now, without waiting. See waitAndListConsistent and
-	// waitAndListLatestRV in k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go,
+	// (`ConsistentListFromCache`, GA and locked on,
+	// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398), "0"
+	// takes whatever the cache holds now, without waiting. See
+	// `waitAndListConsistent` and `waitAndListLatestRV` in
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-640,
 	// and the delegation rules in pkg/storage/cacher/delegator.go.
 	if opts.ResourceVersion != "" {
 		q.Set("resourceVersion", opts.ResourceVersion)
@@ -262,9 +267,10 @@ func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOpt
 // carries it, so a paginated list is as consistent as a single one. If a
 // continue token expires (410 Expired: etcd compacted the first page's
 // revision meanwhile), it lists everything again in one request as opts
-// asked, as upstream's pager does with FullListIfExpired (on in every pager
-// pager.New makes). Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go
-// (ListPager.list).
+// asked, as upstream's pager does with `FullListIfExpired`
+// (k8s.io/client-go@v0.36.4/tools/pager/pager.go:110-121), on in every pager
+// `pager.New` makes (k8s.io/client-go@v0.36.4/tools/pager/pager.go:61-65).
+// Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go (ListPager.list).
 func ListPages(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), opts metav1.ListOptions) (runtime.Object, error) {
 	first, err := list(ctx, opts)
 	if err != nil {

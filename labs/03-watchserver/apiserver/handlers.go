@@ -237,7 +237,7 @@ func (r *resourceHandler) readObject(w http.ResponseWriter, req *http.Request) (
 	directive := req.URL.Query().Get("fieldValidation")
 	switch directive {
 	case "":
-		directive = "Warn" // upstream's default (handlers/rest.go, fieldValidation)
+		directive = "Warn" // upstream's default (`fieldValidation`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/rest.go:409-414)
 	case "Ignore", "Warn", "Strict":
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", not %q", directive))
@@ -254,7 +254,7 @@ func (r *resourceHandler) readObject(w http.ResponseWriter, req *http.Request) (
 		err = nil
 	}
 	if err != nil {
-		// handlers/rest.go, transformDecodeError: the same words as upstream.
+		// `transformDecodeError`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/rest.go:245: the same words as upstream.
 		if gvk != nil && gvk.Kind != "" {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, r.Kind, err))
 		}

@@ -64,7 +64,8 @@ type Config struct {
 	// watch from. Default 1000.
 	HistorySize int
 	// BookmarkInterval is how often the default storage sends a BOOKMARK
-	// to a watcher that allows them. Default one minute, as upstream.
+	// to a watcher that allows them. Default one minute, as upstream
+	// (`defaultBookmarkFrequency`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:75-77).
 	BookmarkInterval time.Duration
 	// MinRequestTimeout: see watchserver.WatchScope. Default 30 minutes.
 	MinRequestTimeout time.Duration

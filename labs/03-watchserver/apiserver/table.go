@@ -1,5 +1,6 @@
 // Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go
-// (asTable, watchEmbeddedEncoder: headers only on the first event) and
+// (asTable, watchEmbeddedEncoder: headers only on the first event, `NoHeaders`,
+// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:88-96) and
 // k8s.io/kubernetes@v1.36.4/pkg/printers/internalversion/printers.go
 // (printConfigMap, printPod: each resource's columns, in resources.go).
 //

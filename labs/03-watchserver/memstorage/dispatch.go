@@ -2,12 +2,13 @@
 
 // Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go
 // (Cacher.dispatchEvent) and cache_watcher.go (cacheWatcher.nonblockingAdd,
-// cacheWatcher.add: a watcher that cannot take an event within the dispatch
-// budget is stopped).
+// `cacheWatcher.add`: a watcher that cannot take an event within the dispatch
+// budget is stopped, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:169-219).
 //
 // This is the solution of the exercise slow-watcher-cutoff (README: "Write it
 // yourself"); dispatch_exercise.go is the stub built with -tags exercise.
-// Simplified: upstream first waits up to a shared time budget (dispatchTimeoutBudget)
+// Simplified: upstream first waits up to a shared time budget (`dispatchTimeoutBudget`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1015-1029)
 // for blocked watchers; we cut a full watcher off at once.
 
 package memstorage

@@ -1,7 +1,8 @@
 //go:build !exercise
 
 // Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go
-// (watchCache.getAllEventsSinceLocked: "too old resource version") and
+// (watchCache.getAllEventsSinceLocked: "too old resource version", made by
+// `NewResourceExpired`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:916-917) and
 // k8s.io/apimachinery@v0.36.4/pkg/api/errors/errors.go (NewResourceExpired).
 //
 // This is the solution of the exercise too-old-rv (README: "Write it

@@ -26,7 +26,8 @@
 // What it leaves out: persistence, TTLs, paging (limit/continue),
 // compaction (the history is a fixed-size ring; upstream's watch cache ring
 // starts at 100 events and is grown or shrunk between 100 and 102,400 so that
-// it keeps at least 75 s of events: watch_cache.go, resizeCacheLocked), and
+// it keeps at least 75 s of events: `resizeCacheLocked`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:374-389), and
 // the cacher's indexes and triggers.
 package memstorage
 

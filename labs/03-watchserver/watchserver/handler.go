@@ -74,7 +74,8 @@ func ServeWatch(w http.ResponseWriter, req *http.Request, scope *WatchScope, nam
 	// RV "", an empty stream otherwise, as upstream's Cacher).
 	// A timeout of 0 (no timeoutSeconds and MinRequestTimeout 0) means no
 	// deadline: our choice for tests. Upstream always sets one, and its
-	// --min-request-timeout is never 0 by default (1800 s).
+	// --min-request-timeout is never 0 by default (1800 s, `MinRequestTimeout`,
+	// k8s.io/apiserver@v0.36.4/pkg/server/config.go:454).
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
 	if timeout != 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -9,7 +9,8 @@
 // same errors from the same apimachinery constructors, so the Status a client
 // receives (code, reason, message, causes) is byte for byte the real one.
 // Left out: limit/continue paging (limit is checked, then ignored) and the
-// feature gate itself (WatchList is on by default since v1.34; we always act
+// feature gate itself (`WatchList` is on by default since v1.34,
+// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:536-542; we always act
 // as if it is on).
 
 package watchserver

@@ -43,7 +43,8 @@ type WatchServer struct {
 	Encoder runtime.Encoder
 	// MediaType is the response Content-Type. For JSON it is plain
 	// application/json: upstream adds ";stream=watch" only for other media
-	// types (handlers/watch.go, serveWatchHandler).
+	// types (`serveWatchHandler`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:72,
+	// `mediaType`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:95-108).
 	MediaType string
 	// Timeout ends the stream after this long; 0 or less means never (a
 	// negative timeoutSeconds is handled by the watch handler: handler.go).
@@ -103,7 +104,8 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		// A ResponseWriter wrapper that hides Flush would turn a watch into
-		// a response that never arrives. Upstream answers 500 the same way.
+		// a response that never arrives. Upstream answers 500 the same way
+		// (`HandleHTTP`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:241-262).
 		writeInternalError(w, "unable to start watch - can't get http.Flusher")
 		return
 	}

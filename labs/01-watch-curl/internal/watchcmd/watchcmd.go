@@ -5,8 +5,8 @@
 // its TLS settings and bearer token; the request and the decoding are
 // package watchapi's, net/http and encoding/json.
 //
-// Upstream twin: `kubectl get --watch` (k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go,
-// GetOptions.watch), which goes through client-go's typed decoding and prints
+// Upstream twin: `kubectl get --watch` (`GetOptions.watch`,
+// k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go:608), which goes through client-go's typed decoding and prints
 // table rows. Left out: all of that; we print the event type, kind, name and
 // resourceVersion straight from the JSON frame.
 package watchcmd

@@ -2,7 +2,8 @@
 // (NewAPIServerCommand: flags, then run until a signal asks to stop) and
 // k8s.io/apiserver@v0.36.4/pkg/server/signal.go (SetupSignalHandler). A
 // handful of flags instead of hundreds; one SIGINT or SIGTERM shuts down
-// cleanly (a second one does not force an exit, as upstream's does).
+// cleanly (a second one does not force an exit, as upstream's does: `os.Exit`,
+// k8s.io/apiserver@v0.36.4/pkg/server/signal.go:51).
 
 // Package watchservercmd is cmd/watchserver's code, in an internal package so
 // tests run the very same program in-process (labkit registers Main for
