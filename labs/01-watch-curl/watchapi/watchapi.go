@@ -1,4 +1,8 @@
-// Package watchapi reads a Kubernetes watch stream with nothing but net/http
+// Package watchapi is lab 01's lesson package (the lesson is
+// labs/01-watch-curl/README.md): the client half of the watch API, rebuilt by
+// hand.
+//
+// It reads a Kubernetes watch stream with nothing but net/http
 // and encoding/json: the same bytes curl shows, decoded one event at a time.
 // It needs no client-go: the caller hands it an *http.Client that carries the
 // TLS settings and the bearer token (cmd/watch builds one from a kubeconfig,

@@ -1,4 +1,8 @@
-// Package listwatcher is a ListerWatcher written from plain HTTP: the part of
+// Package listwatcher is lab 02's lesson package (the lesson is
+// labs/02-listwatcher/README.md): client-go's ListerWatcher, rebuilt from
+// plain HTTP.
+//
+// It is a ListerWatcher written from plain HTTP: the part of
 // client-go that turns "GET /api/v1/namespaces/NS/configmaps" and its
 // "?watch=1" twin into Go objects and watch events.
 //

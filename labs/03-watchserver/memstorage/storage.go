@@ -1,4 +1,7 @@
-// Package memstorage is lab 03's in-memory implementation of upstream's
+// Package memstorage is part of lab 03 (the lesson is
+// labs/03-watchserver/README.md): the storage its API server serves from.
+//
+// It is lab 03's in-memory implementation of upstream's
 // storage.Interface (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go), the
 // interface the API server's handlers read and write through. In a real
 // apiserver that interface is implemented by the etcd3 store
