@@ -144,8 +144,16 @@ func (f *DeltaFIFO) queueActionLocked(t DeltaType, obj any) error {
 }
 
 // Pop waits for a key and hands process all of its Deltas, with the queue
-// locked (so a slow handler holds up the Reflector: one reason the RealFIFO
-// unlocks while processing).
+// locked, as upstream's `DeltaFIFO.Pop` does
+// (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:562-608). In a shared
+// informer no handler runs under that lock: process updates the cache and
+// hands each handler's notification to its own buffer, and upstream's
+// `processorListener.pop` takes it whatever the handler is doing
+// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1296-1328). What
+// the lock holds up is the Reflector, while the cache is updated. A handler
+// runs under it only in the low-level controller of `cache.NewInformer`,
+// whose `Process` calls `processDeltas` with the handler itself
+// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:826-830).
 func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()

@@ -167,7 +167,13 @@ func (f *RealFIFO) Resync() error {
 }
 
 // Bookmark queues a bookmark's resourceVersion, so the cache's
-// resourceVersion moves in order with the objects (InformerResourceVersion).
+// resourceVersion moves in order with the objects. Upstream this comes with
+// the AtomicFIFO gate, not InformerResourceVersion: `newQueueFIFO` sets
+// `EmitDeltaTypeBookmark` only when AtomicFIFO is on
+// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:859-862), and without
+// it `RealFIFO.Bookmark` drops the bookmark
+// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:585-588). Ours
+// always queues it (TestBookmarkMovesCacheResourceVersion).
 func (f *RealFIFO) Bookmark(resourceVersion string) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()

@@ -75,9 +75,12 @@ type ReflectorOptions struct {
 	// every relist are a paginated LIST (upstream: the WatchListClient
 	// feature gate off).
 	DisableWatchList bool
-	// PageSize is the LIST page size; 0 means tools/pager's 500, and no
-	// pages at all when listing at a resourceVersion the watch cache can
-	// serve (the rules of upstream's Reflector.list).
+	// PageSize is the LIST page size (upstream: `WatchListPageSize`,
+	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:150-157). 0 means
+	// the rules of upstream's `list` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716):
+	// tools/pager's 500, except no limit when listing at a resourceVersion
+	// other than "" and "0", unless the first list came back in pages
+	// (listPages says why).
 	PageSize int64
 	// Rand is the random source of the watch timeout and the backoff
 	// jitter, in [0,1). Default math/rand/v2.Float64.
@@ -103,6 +106,9 @@ type Reflector struct {
 	minWatchTimeout, maxWatchTimeout time.Duration
 	useWatchList                     bool
 	backoff                          *backoff
+	// paginatedResult: the first LIST (at "0") came back in pages. Only
+	// the goroutine running ListAndWatch touches it.
+	paginatedResult bool
 
 	// rvLock guards the two fields below.
 	rvLock sync.RWMutex
@@ -178,10 +184,20 @@ func (r *Reflector) setResourceVersionUnavailable(unavailable bool) {
 	r.lastSyncResourceVersionUnavailable = unavailable
 }
 
-// relistResourceVersion is what a LIST asks for: "0" the first time (any
-// state the watch cache has, cheap), the last resourceVersion seen after
-// that (never go back in time), and "" (a consistent read from etcd) when
-// that one was too old.
+// relistResourceVersion is what a LIST asks for, as upstream's
+// `relistResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1116-1131):
+// "0" the first time (any state the watch cache has, cheap), the last
+// resourceVersion seen after that (never go back in time), and "" when that
+// one was too old. "" is a consistent read, and a 1.36 apiserver serves it
+// from its watch cache, not from etcd: with `ConsistentListFromCache` GA
+// and locked on (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398),
+// `ShouldDelegateConsistentRead` sends it to etcd only where etcd cannot
+// report progress (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1441-1446),
+// and the cache first waits until it has caught up with etcd's current
+// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-639).
+// Only if it does not catch up in time does the list go to etcd
+// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:218-223).
+// (Upstream's comment on this function still says "from etcd".)
 func (r *Reflector) relistResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()
@@ -240,15 +256,20 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 // list is the LIST path: one LIST (paginated when the rules say so), put in
 // the store with Replace.
 func (r *Reflector) list(ctx context.Context) error {
-	list, err := r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+	opts := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
+	list, paginated, err := r.listPages(ctx, opts)
 	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
 		// Our resourceVersion is gone (or from a newer server): ask for the
-		// newest state instead, read from etcd.
+		// newest state instead, a consistent read (served from the watch
+		// cache in 1.36: see relistResourceVersion).
 		r.setResourceVersionUnavailable(true)
-		list, err = r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+		list, paginated, err = r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
 	}
 	if err != nil {
 		return fmt.Errorf("failed to list: %w", err)
+	}
+	if opts.ResourceVersion == "0" && paginated {
+		r.paginatedResult = true
 	}
 	r.setResourceVersionUnavailable(false)
 	listMeta, err := meta.ListAccessor(list)
@@ -274,19 +295,51 @@ func (r *Reflector) list(ctx context.Context) error {
 // listPages LISTs page by page, following continue tokens, through lab
 // 02's pager (listwatcher.ListPages, our twin of client-go's tools/pager,
 // which the upstream Reflector uses): one LIST of everything if a continue
-// token expires. Page size: the option, else 500, except when listing at a
-// resourceVersion other than "" and "0": the watch cache serves those only
-// without a limit, and serving from the cache is what keeps a thousand
-// relisting clients off etcd.
-func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+// token expires. It reports whether the answer came in pages.
+//
+// The page size follows upstream's `list`
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716): the option if
+// set; else 500 if the first list came back in pages (`paginatedResult`,
+// recorded only for a list at "0": k8s.io/client-go@v0.36.4/tools/cache/reflector.go:760-762),
+// since a server that pages at "0" has no watch cache for this resource
+// (the cache ignores a limit at "0": `computeListLimit`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740); else no
+// limit at a resourceVersion other than "" and "0", else 500
+// (TestReflectorKeepsPagingAfterPaginatedFirstList, and client-go's own in
+// TestClientGoReflectorKeepsPagingAfterPaginatedFirstList).
+//
+// Upstream drops the limit at a specific resourceVersion so that the list
+// is served from the watch cache. Since 1.34 a limit no longer rules that
+// out: with `ListFromCacheSnapshot` beta and on
+// (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:434-437), a LIST
+// at resourceVersion N with a limit, a "legacy exact" read that
+// `ShouldDelegateList` passes to `ShouldDelegateExactRV`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator/interface.go:52-55),
+// is served from a cache snapshot when one covers N
+// (`shouldDelegateExactRV`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1427-1439).
+// The limit still changes the question: without it N means "not older
+// than N", with it "exactly N".
+func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, bool, error) {
 	opts.Limit = defaultPageSize
 	switch {
 	case r.opts.PageSize > 0:
 		opts.Limit = r.opts.PageSize
+	case r.paginatedResult:
 	case opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 		opts.Limit = 0
 	}
-	return listwatcher.ListPages(ctx, r.lw.ListWithContext, opts)
+	paginated := false
+	page := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		obj, err := r.lw.ListWithContext(ctx, o)
+		if err == nil {
+			if m, merr := meta.ListAccessor(obj); merr == nil && m.GetContinue() != "" {
+				paginated = true
+			}
+		}
+		return obj, err
+	}
+	list, err := listwatcher.ListPages(ctx, page, opts)
+	return list, paginated, err
 }
 
 // watchList is the streaming list (WatchListClient): one watch with

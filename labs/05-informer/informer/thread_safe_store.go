@@ -45,7 +45,10 @@ type Indexer struct {
 	indexers Indexers
 	indices  map[string]index
 	// rv is the resourceVersion of the newest change applied (an object's,
-	// a list's or a bookmark's): the InformerResourceVersion feature.
+	// a list's or a bookmark's). Upstream keeps it under the AtomicFIFO
+	// gate, not InformerResourceVersion:
+	// `threadSafeMap.LastStoreSyncResourceVersion` returns "" unless
+	// AtomicFIFO is on (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:435-444).
 	rv string
 }
 
