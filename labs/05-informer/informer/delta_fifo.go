@@ -1,6 +1,7 @@
 // Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (DeltaFIFO),
-// the queue every informer used until InOrderInformers (beta in 1.33, GA and
-// locked on in 1.36) replaced it with the RealFIFO. It is the design the 2020
+// the queue every informer used until `InOrderInformers` (beta in 1.33, GA
+// and locked on in 1.36: k8s.io/client-go@v0.36.4/features/known_features.go:127-130)
+// replaced it with the RealFIFO. It is the design the 2020
 // articles describe; it is here so the two can be compared (fifo_test.go).
 //
 // Left out: EmitDeltaTypeReplaced=false (we always emit Replaced, as every
@@ -178,8 +179,9 @@ func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 // Replace queues a Replaced delta for each listed object, then a
 // DeletedFinalStateUnknown for every queued or known object the list does not
 // have: it vanished while we were not watching, and its last state known is
-// all we can hand over. Upstream walks maps here, in random order; we sort
-// the vanished keys so a run is repeatable.
+// all we can hand over. Upstream's `Replace` walks `f.items`, a map, here,
+// in random order (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:642-664);
+// we sort the vanished keys so a run is repeatable.
 func (f *DeltaFIFO) Replace(list []any, _ string) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()

@@ -4,13 +4,18 @@
 // rewatchResourceVersion) and tools/pager/pager.go (the paginated LIST).
 //
 // Left out: the expected-type and expected-GVK checks on each event, the
-// data-consistency detector, the "no initial-events-end bookmark yet"
-// warning ticker, retrying 500s for MaxInternalErrorRetryDuration, Table
-// objects, traces and metrics, and the transformer on the streaming list's
-// temporary store (our FIFO transforms each object once, on Replace).
+// data-consistency detector (a CI check), the "no initial-events-end
+// bookmark yet" warning ticker, the option to retry 500s for
+// MaxInternalErrorRetryDuration (which no informer sets), Table objects,
+// traces and metrics, and the transformer on the streaming list's temporary
+// store, which upstream's `watchList` sets up (`WithTransformer`:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836); our FIFO
+// transforms each object once, on Replace. README section 4 cites each.
 // Where ours differs, on purpose: a streaming list's objects reach the FIFO
-// in the order they arrived (upstream collects them in a map and hands them
-// over in map order), and WatchErrorHandler also hears how a watch ended.
+// in the order they arrived (upstream collects them in a map, whose `List`
+// hands them over in map order:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901), and
+// WatchErrorHandler also hears how a watch ended.
 
 package informer
 
@@ -36,7 +41,7 @@ import (
 
 // ReflectorStore is where a Reflector puts what it lists and watches: one
 // of the FIFOs. Upstream: cache.ReflectorStore plus the optional
-// ReflectorBookmarkStore.
+// `ReflectorBookmarkStore` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:92-96).
 type ReflectorStore interface {
 	Add(obj any) error
 	Update(obj any) error
@@ -49,12 +54,15 @@ type ReflectorStore interface {
 	Bookmark(resourceVersion string) error
 }
 
-// defaultMinWatchTimeout is upstream's: each watch asks the server to end it
-// after a random time in [5m, 10m), so that after an apiserver restart
-// thousands of clients do not all come back at the same moment.
+// defaultMinWatchTimeout is upstream's `defaultMinWatchTimeout`
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:54-58): each watch asks
+// the server to end it after a random time in [5m, 10m), so that after an
+// apiserver restart thousands of clients do not all come back at the same
+// moment.
 const defaultMinWatchTimeout = 5 * time.Minute
 
-// defaultPageSize is tools/pager's default page size.
+// defaultPageSize is tools/pager's `defaultPageSize`
+// (k8s.io/client-go@v0.36.4/tools/pager/pager.go:31).
 const defaultPageSize = 500
 
 // ReflectorOptions configures a Reflector; the zero value is upstream's
@@ -69,11 +77,13 @@ type ReflectorOptions struct {
 	// ShouldResync, if set, decides at each ResyncPeriod; nil means yes.
 	ShouldResync func() bool
 	// MinWatchTimeout is the least timeoutSeconds a watch asks for; the
-	// most is twice it. Below the default 5m it is ignored (as upstream).
+	// most is twice it. Below the default 5m it is ignored, as upstream's
+	// `NewReflectorWithOptions` ignores `MinWatchTimeout`
+	// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:302-307).
 	MinWatchTimeout time.Duration
 	// DisableWatchList turns the streaming list off: the first sync and
-	// every relist are a paginated LIST (upstream: the WatchListClient
-	// feature gate off).
+	// every relist are a paginated LIST (upstream: `useWatchList` off, with
+	// the WatchListClient gate: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:361).
 	DisableWatchList bool
 	// PageSize is the LIST page size (upstream: `WatchListPageSize`,
 	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:150-157). 0 means
@@ -135,7 +145,9 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 	}
 	r.maxWatchTimeout = 2 * r.minWatchTimeout
 	// A ListerWatcher can say it cannot stream a list (upstream:
-	// watchlist.DoesClientNotSupportWatchListSemantics; fakes in tests do).
+	// `DoesClientNotSupportWatchListSemantics`,
+	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:362-368; fakes in
+	// tests do).
 	if u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool }); ok && u.IsWatchListSemanticsUnSupported() {
 		r.useWatchList = false
 	}
@@ -144,8 +156,9 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 }
 
 // Run lists and watches until ctx ends, waiting a backoff step between two
-// rounds (upstream: delayHandler.Until with sliding=true, so even a round
-// that ended with a 410 waits before the relist).
+// rounds (upstream: `delayHandler.Until` with sliding true,
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:428-433, so even a
+// round that ended with a 410 waits before the relist).
 func (r *Reflector) Run(ctx context.Context) {
 	for {
 		if err := r.ListAndWatch(ctx); err != nil {
@@ -210,9 +223,10 @@ func (r *Reflector) relistResourceVersion() string {
 	return r.lastSyncResourceVersion
 }
 
-// rewatchResourceVersion is what a streaming list asks for: the last
-// resourceVersion seen, or "" (the newest, consistent) the first time or
-// after a 410.
+// rewatchResourceVersion is what a streaming list asks for, as upstream's
+// `rewatchResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1135-1146):
+// the last resourceVersion seen, or "" (the newest, consistent) the first
+// time or after a 410.
 func (r *Reflector) rewatchResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()
@@ -240,7 +254,8 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		}
 		if err != nil {
 			// A server (or proxy) that cannot stream a list: fall back to
-			// LIST, as upstream does, this round only.
+			// LIST this round only, as upstream's `fallbackToList`
+			// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:483-505).
 			r.report(fmt.Errorf("streaming list failed, falling back to LIST: %w", err))
 			w = nil
 		}
@@ -348,7 +363,9 @@ func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (run
 // resourceVersion. The objects are collected aside and handed to the store
 // as one Replace when the bookmark arrives, and the same watch goes on.
 // With resourceVersionMatch=NotOlderThan and resourceVersion "" the server
-// answers from its watch cache once that is at least as fresh as etcd: as
+// answers from its watch cache once that is at least as fresh as etcd, as
+// its `waitUntilFreshAndBlock` waits for
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1330): as
 // consistent as a quorum LIST, without building one huge response.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 	for {
@@ -511,8 +528,9 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, resyncErr chan
 var errStopRequested = errors.New("stop requested")
 
 // errVeryShortWatch is a watch that ended within a second with no event:
-// the server is likely refusing us, so upstream treats it as an error (a
-// relist after backoff) rather than rewatching at once, in a tight loop.
+// the server is likely refusing us, so upstream returns a
+// `VeryShortWatchError` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1089-1092),
+// a relist after backoff, rather than rewatching at once, in a tight loop.
 var errVeryShortWatch = errors.New("very short watch: watch lasted less than a second and no items received")
 
 // watchSink is what handleWatch writes to: the store, or the streaming
@@ -599,7 +617,8 @@ func isTooLargeResourceVersionError(err error) bool {
 
 // isWatchErrorRetriable: connection refused (the apiserver is down or
 // restarting) and 429 are worth retrying the same request after a backoff;
-// relisting would not help.
+// relisting would not help. Upstream's `isWatchErrorRetriable` is the same
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1195-1205).
 func isWatchErrorRetriable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }

@@ -5,9 +5,9 @@ package informer
 // side by side) over the same fake server, on a synctest clock:
 //
 //   - 422 to a streaming list, from a server whose WatchList gate is off
-//     (k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:217-220);
+//     (`NewInvalid`: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:217-220);
 //   - 429 to a watch, from a restarted server whose watch cache is not
-//     ready yet (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:525-531).
+//     ready yet (`NewTooManyRequests`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:525-531).
 
 import (
 	"context"
