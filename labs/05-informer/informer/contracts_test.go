@@ -141,8 +141,10 @@ func TestRelistDeleteRecreateIsOnUpdate(t *testing.T) {
 
 // TestClientGoTombstoneObjMayBeNil: when the known objects list a key but
 // cannot return its object, client-go's Replace still queues the deletion,
-// as a DeletedFinalStateUnknown whose Obj is nil (delta_fifo.go's Replace;
-// the RealFIFO's reconcileReplacement does the same). A DeleteFunc that
+// as a DeletedFinalStateUnknown whose Obj is nil (`deletedObj`:
+// k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:677-684; the RealFIFO's
+// `reconcileReplacement` sets `deletedObj` to nil the same way:
+// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:708-717). A DeleteFunc that
 // reads d.Obj must check it.
 func TestClientGoTombstoneObjMayBeNil(t *testing.T) {
 	known := &vanishingKnownObjects{keys: []string{"ns/a"}}
