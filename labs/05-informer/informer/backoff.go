@@ -20,8 +20,11 @@ import (
 // sequence reset every 2 minutes. So the delays are [0.8s,1.6s), [1.6s,3.2s),
 // ... [25.6s,51.2s), then [30s,60s) until 2 minutes after the last reset,
 // when the sequence starts again at 800ms (the reset comes 2 minutes after
-// the previous reset, failures or not: wait.backoffManager.Step): about 0.05
-// to 0.07 QPS against an apiserver that keeps failing.
+// the previous reset, failures or not: `backoffManager.Step`,
+// k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304): about 0.05
+// to 0.07 QPS against an apiserver that keeps failing. The values are
+// upstream's `defaultBackoffInit` and its siblings
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:57-67).
 const (
 	backoffInit   = 800 * time.Millisecond
 	backoffMax    = 30 * time.Second
@@ -48,9 +51,10 @@ func newBackoff(c clock.Clock, random func() float64) *backoff {
 	return &backoff{clock: c, rand: random, duration: backoffInit, lastReset: c.Now()}
 }
 
-// Step returns the next delay. Like upstream's backoffManager it resets when
-// more than backoffReset has passed since the last reset (not since the last
-// failure): a reflector that failed once in a while starts again from 800ms.
+// Step returns the next delay. Like upstream's `backoffManager.Step` it
+// resets when more than backoffReset has passed since the last reset (not
+// since the last failure: k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304):
+// a reflector that failed once in a while starts again from 800ms.
 func (b *backoff) Step() time.Duration {
 	b.lock.Lock()
 	defer b.lock.Unlock()

@@ -134,8 +134,9 @@ func equalStrings(a, b []string) bool {
 }
 
 // TestClientGoIndexerPanicsOnIndexError: client-go's indexer panics when an
-// index function fails (thread_safe_store.go, updateIndices); ours returns
-// the error and changes nothing (TestIndexerErrorLeavesStoreUnchanged).
+// index function fails (`updateSingleIndex`:
+// k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197); ours
+// returns the error and changes nothing (TestIndexerErrorLeavesStoreUnchanged).
 func TestClientGoIndexerPanicsOnIndexError(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
 		"fails": func(any) ([]string, error) { return nil, errors.New("no index value") },

@@ -93,14 +93,17 @@ func MetaNamespaceKey(obj any) (string, error) {
 
 // TransformFunc rewrites an object before it enters the queue (and so the
 // cache and the handlers), e.g. to drop fields nobody reads. Write it to be
-// idempotent: upstream applies it twice to an object of a streaming list
-// (in the Reflector's temporary store, then in the FIFO); ours applies it
-// once. Upstream: cache.TransformFunc.
+// idempotent: upstream applies it twice to an object of a streaming list,
+// in the Reflector's temporary store (`WithTransformer`:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836), then in the
+// FIFO (`addReplaceToItemsLocked`: k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:295-308);
+// ours applies it once. Upstream: cache.TransformFunc.
 type TransformFunc func(obj any) (any, error)
 
 // StripManagedFields is a TransformFunc that drops metadata.managedFields,
 // often the largest part of a small object and read by no controller.
-// Upstream leaves writing it to the user (informers.WithTransform).
+// Upstream leaves writing it to the user (`WithTransform`:
+// k8s.io/client-go@v0.36.4/informers/factory.go:107).
 func StripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)

@@ -1,6 +1,7 @@
 // Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (DeltaFIFO),
-// the queue every informer used until InOrderInformers (beta in 1.33, GA and
-// locked on in 1.36) replaced it with the RealFIFO. It is the design the 2020
+// the queue every informer used until `InOrderInformers` (beta in 1.33, GA
+// and locked on in 1.36: k8s.io/client-go@v0.36.4/features/known_features.go:127-130)
+// replaced it with the RealFIFO. It is the design the 2020
 // articles describe; it is here so the two can be compared (fifo_test.go).
 //
 // Left out: EmitDeltaTypeReplaced=false (we always emit Replaced, as every
@@ -144,8 +145,16 @@ func (f *DeltaFIFO) queueActionLocked(t DeltaType, obj any) error {
 }
 
 // Pop waits for a key and hands process all of its Deltas, with the queue
-// locked (so a slow handler holds up the Reflector: one reason the RealFIFO
-// unlocks while processing).
+// locked, as upstream's `DeltaFIFO.Pop` does
+// (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:562-608). In a shared
+// informer no handler runs under that lock: process updates the cache and
+// hands each handler's notification to its own buffer, and upstream's
+// `processorListener.pop` takes it whatever the handler is doing
+// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1296-1328). What
+// the lock holds up is the Reflector, while the cache is updated. A handler
+// runs under it only in the low-level controller of `cache.NewInformer`,
+// whose `Process` calls `processDeltas` with the handler itself
+// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:826-830).
 func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -170,8 +179,9 @@ func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 // Replace queues a Replaced delta for each listed object, then a
 // DeletedFinalStateUnknown for every queued or known object the list does not
 // have: it vanished while we were not watching, and its last state known is
-// all we can hand over. Upstream walks maps here, in random order; we sort
-// the vanished keys so a run is repeatable.
+// all we can hand over. Upstream's `Replace` walks `f.items`, a map, here,
+// in random order (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:642-664);
+// we sort the vanished keys so a run is repeatable.
 func (f *DeltaFIFO) Replace(list []any, _ string) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()

@@ -1,6 +1,9 @@
-// Package informer is the client side's last layer, rebuilt: the Reflector
-// that lists and watches, the FIFO between it and the cache, the indexed
-// cache itself, and the SharedIndexInformer that calls event handlers.
+// Package informer is lab 05's lesson package. It rebuilds client-go's
+// informer (k8s.io/client-go@v0.36.4/tools/cache), the client side's last
+// layer: the Reflector that lists and watches, the FIFO between it and the
+// cache, the indexed cache itself, and the SharedIndexInformer that calls
+// event handlers. The lesson that walks through it is
+// labs/05-informer/README.md.
 //
 // Read it in data-flow order:
 //
@@ -16,11 +19,13 @@
 //	lister.go            Lister: typed reads from the Indexer
 //
 // Every file names its twin in k8s.io/client-go@v0.36.4/tools/cache and what
-// it leaves out. The defaults are client-go v0.36.4's defaults, checked in
-// k8s.io/client-go@v0.36.4/features/known_features.go: InOrderInformers (GA,
-// locked on in 1.36: a RealFIFO, not a DeltaFIFO), InOrderInformersBatchProcess
-// (beta, on), AtomicFIFO (beta, on in 1.36), UnlockWhileProcessingFIFO (beta,
-// on in 1.36) and WatchListClient (beta, on since 1.35). Handlers are
+// it leaves out. The defaults are client-go v0.36.4's, as its
+// `defaultVersionedKubernetesFeatureGates` sets them
+// (k8s.io/client-go@v0.36.4/features/known_features.go:111-145):
+// InOrderInformers (GA, locked on in 1.36: a RealFIFO, not a DeltaFIFO),
+// InOrderInformersBatchProcess (beta, on), AtomicFIFO (beta, on in 1.36),
+// UnlockWhileProcessingFIFO (beta, on in 1.36) and WatchListClient (beta, on
+// since 1.35). Handlers are
 // client-go's own cache.ResourceEventHandler and tombstones are client-go's
 // cache.DeletedFinalStateUnknown, so a handler written for client-go runs
 // unchanged on this informer, which is how the differential tests compare

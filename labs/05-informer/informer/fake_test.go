@@ -110,6 +110,14 @@ func (s *fakeServer) bookmark() {
 	}
 }
 
+// advance moves the resourceVersion on by n with no event for these
+// watches, as writes to other resources move etcd's revision.
+func (s *fakeServer) advance(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv += n
+}
+
 // endWatches closes every watch normally (as a server's timeout does).
 func (s *fakeServer) endWatches() {
 	s.mu.Lock()

@@ -13,7 +13,7 @@ import (
 )
 
 // The index names used in this lab. NamespaceIndex is upstream's own name
-// (cache.NamespaceIndex).
+// (`NamespaceIndex`: k8s.io/client-go@v0.36.4/tools/cache/index.go:80-81).
 const (
 	NamespaceIndex = "namespace"
 	NodeNameIndex  = "spec.nodeName"

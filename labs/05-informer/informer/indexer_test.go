@@ -133,7 +133,9 @@ func compareIndexers(ours *Indexer, oracle cache.Indexer, indexers Indexers) err
 
 // TestIndexerErrorLeavesStoreUnchanged: an index function that fails (a
 // ConfigMap in a spec.nodeName index) is an error, and nothing changes;
-// upstream panics here.
+// upstream's `updateSingleIndex` panics here
+// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197;
+// TestClientGoIndexerPanicsOnIndexError).
 func TestIndexerErrorLeavesStoreUnchanged(t *testing.T) {
 	c := NewIndexer(Indexers{NodeNameIndex: NodeNameIndexFunc})
 	err := c.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns"}})

@@ -32,7 +32,8 @@ func NewLister[T runtime.Object](indexer *Indexer, resource schema.GroupResource
 
 // List returns the objects in namespace ("" for all) matching selector,
 // sorted by key. With a namespace it uses the namespace index if there is
-// one, as upstream's ListAllByNamespace does.
+// one, and scans everything if not, as upstream's `ListAllByNamespace` does
+// (k8s.io/client-go@v0.36.4/tools/cache/listers.go:61-80).
 func (l *Lister[T]) List(namespace string, selector labels.Selector) []T {
 	var objs []any
 	if namespace != "" {

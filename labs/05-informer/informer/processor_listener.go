@@ -6,11 +6,14 @@
 //
 // Left out: RemoveEventHandler, handler names, panic recovery around a
 // handler (a panicking handler crashes the program here, as it does by
-// default upstream), and traces. Where ours differs: upstream moves each
-// notification through two unbuffered channels and a pop goroutine that owns
-// a growing ring buffer; ours is one goroutine per handler and a slice under
-// a mutex. The contract is the same: add never blocks, whatever the handler
-// is doing.
+// default upstream: `HandleCrashWithLogger` in `processorListener.run`,
+// k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1346), and
+// traces. Where ours differs: upstream's `processorListener` moves each
+// notification through two unbuffered channels and a pop goroutine that
+// owns a growing ring buffer (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1195-1228);
+// ours is one goroutine per handler and a slice under a mutex. The contract
+// is the same: add never blocks, whatever the handler is doing, and nothing
+// bounds the buffer.
 
 package informer
 
@@ -91,7 +94,9 @@ func (p *processorListener) add(n any) {
 }
 
 // run calls the handler for each notification until ctx ends; what is still
-// pending then is dropped, as upstream does.
+// pending then is dropped, as upstream's `sharedProcessor.run` does when it
+// closes each listener's `addCh`
+// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1124-1160).
 func (p *processorListener) run(ctx context.Context) {
 	for {
 		p.lock.Lock()
@@ -155,8 +160,10 @@ type sharedProcessor struct {
 }
 
 // addListener registers l; it starts at once if the processor runs. A new
-// listener is marked syncing, as upstream's is: until the first resync
-// check, it also gets the "nothing changed" updates of a relist.
+// listener is marked syncing, as upstream's `addListener` marks it
+// (`p.listeners`: k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1058):
+// until the first resync check, it also gets the "nothing changed" updates
+// of a relist.
 func (p *sharedProcessor) addListener(l *processorListener) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
@@ -195,7 +202,8 @@ func (p *sharedProcessor) run(ctx context.Context) {
 }
 
 // shouldResync marks which listeners are due a resync now and says whether
-// any is; the Reflector asks it every resync check period.
+// any is; the Reflector asks it every resync check period, as it asks
+// upstream's `shouldResync` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1164-1182).
 func (p *sharedProcessor) shouldResync(now time.Time) bool {
 	p.lock.Lock()
 	defer p.lock.Unlock()

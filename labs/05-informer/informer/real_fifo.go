@@ -1,7 +1,8 @@
 // Upstream: k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go (RealFIFO,
-// in the configuration client-go v0.36.4 builds by default: AtomicEvents,
-// UnlockWhileProcessing and EmitDeltaTypeBookmark on, see newQueueFIFO in
-// controller.go).
+// in the configuration client-go v0.36.4 builds by default: `newQueueFIFO`
+// turns AtomicEvents, UnlockWhileProcessing and EmitDeltaTypeBookmark on
+// when the AtomicFIFO gate is, as it is in 1.36:
+// k8s.io/client-go@v0.36.4/tools/cache/controller.go:847-877).
 //
 // Left out: the non-atomic mode (reconcileReplacement against KnownObjects at
 // Replace time), metrics, traces for slow handlers, and Pop of one item
@@ -13,7 +14,8 @@ import (
 	"sync"
 )
 
-// defaultBatchSize is how many items PopBatch hands over at most, as upstream.
+// defaultBatchSize is how many items PopBatch hands over at most, as
+// upstream's `defaultBatchSize` (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:82-84).
 const defaultBatchSize = 1000
 
 // RealFIFO is a queue in which every notification from the Reflector is
@@ -23,7 +25,9 @@ const defaultBatchSize = 1000
 // handlers only ever see states the server really had, in its order.
 //
 // A relist (Replace) is queued as one ReplacedAll item and a resync as one
-// SyncAll item (upstream's AtomicFIFO): the consumer compares the relist with
+// SyncAll item, as upstream's `addReplaceToItemsLocked` and
+// `addResyncToItemsLocked` do under AtomicFIFO
+// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:295-333): the consumer compares the relist with
 // its cache when it gets there, not the FIFO when the list arrives. This is
 // why the RealFIFO needs no "known objects": it never looks at the cache.
 //
@@ -40,7 +44,8 @@ type RealFIFO struct {
 	// populated is true once anything was queued (the first Replace,
 	// normally); initialPopulationCount is how many of the items queued by
 	// then are still to be popped. HasSynced is both: populated, and the
-	// first list processed.
+	// first list processed, as upstream's `checkSynced_locked`
+	// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:245-252).
 	populated              bool
 	initialPopulationCount int
 	synced                 chan struct{}
@@ -167,7 +172,13 @@ func (f *RealFIFO) Resync() error {
 }
 
 // Bookmark queues a bookmark's resourceVersion, so the cache's
-// resourceVersion moves in order with the objects (InformerResourceVersion).
+// resourceVersion moves in order with the objects. Upstream this comes with
+// the AtomicFIFO gate, not InformerResourceVersion: `newQueueFIFO` sets
+// `EmitDeltaTypeBookmark` only when AtomicFIFO is on
+// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:859-862), and without
+// it `RealFIFO.Bookmark` drops the bookmark
+// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:585-588). Ours
+// always queues it (TestBookmarkMovesCacheResourceVersion).
 func (f *RealFIFO) Bookmark(resourceVersion string) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -184,10 +195,14 @@ var batchable = map[DeltaType]bool{Added: true, Updated: true, Deleted: true}
 // Added/Updated/Deleted items, at most batchSize, at most one per object
 // (so the batch can be applied to the cache in one step without losing an
 // intermediate state a handler must see), never crossing the end of the
-// initial list. process runs with the queue unlocked, so the Reflector can
-// keep queueing while handlers are slow (UnlockWhileProcessingFIFO), unless
-// the queue is already long (2 batches), when upstream keeps the lock to
-// push back on the producer; we do the same.
+// initial list, as upstream's `PopBatch`
+// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:486-545). process
+// runs with the queue unlocked, so the Reflector can keep queueing while the
+// batch is applied to the cache and handed to the handlers' buffers
+// (UnlockWhileProcessingFIFO), unless the queue is already long (2
+// batches), when upstream's `whileProcessing_locked` keeps the lock to push
+// back on the producer (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:451-466);
+// we do the same.
 func (f *RealFIFO) PopBatch(process func(batch []Delta, isInInitialList bool) error) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()

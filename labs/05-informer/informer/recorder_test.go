@@ -77,9 +77,12 @@ func (r *recorder) lines() []string {
 
 // canonical is the segments with each one's calls stably sorted by object
 // key: the order of calls for one object is kept, the interleaving of
-// different objects within one step is not. Upstream hands a relist's
-// objects (and a late handler's copy of the cache) over in Go map order,
-// which is random, so only this much of the order is comparable.
+// different objects within one step is not. Upstream hands a streaming
+// list's objects over in Go map order (`temporaryStore.List`:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901), and a late
+// handler's copy of the cache too (`s.indexer.List`:
+// k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:924), which is
+// random, so only this much of the order is comparable.
 func (r *recorder) canonical() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,13 +4,18 @@
 // rewatchResourceVersion) and tools/pager/pager.go (the paginated LIST).
 //
 // Left out: the expected-type and expected-GVK checks on each event, the
-// data-consistency detector, the "no initial-events-end bookmark yet"
-// warning ticker, retrying 500s for MaxInternalErrorRetryDuration, Table
-// objects, traces and metrics, and the transformer on the streaming list's
-// temporary store (our FIFO transforms each object once, on Replace).
+// data-consistency detector (a CI check), the "no initial-events-end
+// bookmark yet" warning ticker, the option to retry 500s for
+// MaxInternalErrorRetryDuration (which no informer sets), Table objects,
+// traces and metrics, and the transformer on the streaming list's temporary
+// store, which upstream's `watchList` sets up (`WithTransformer`:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836); our FIFO
+// transforms each object once, on Replace. README section 4 cites each.
 // Where ours differs, on purpose: a streaming list's objects reach the FIFO
-// in the order they arrived (upstream collects them in a map and hands them
-// over in map order), and WatchErrorHandler also hears how a watch ended.
+// in the order they arrived (upstream collects them in a map, whose `List`
+// hands them over in map order:
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901), and
+// WatchErrorHandler also hears how a watch ended.
 
 package informer
 
@@ -36,7 +41,7 @@ import (
 
 // ReflectorStore is where a Reflector puts what it lists and watches: one
 // of the FIFOs. Upstream: cache.ReflectorStore plus the optional
-// ReflectorBookmarkStore.
+// `ReflectorBookmarkStore` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:92-96).
 type ReflectorStore interface {
 	Add(obj any) error
 	Update(obj any) error
@@ -49,12 +54,15 @@ type ReflectorStore interface {
 	Bookmark(resourceVersion string) error
 }
 
-// defaultMinWatchTimeout is upstream's: each watch asks the server to end it
-// after a random time in [5m, 10m), so that after an apiserver restart
-// thousands of clients do not all come back at the same moment.
+// defaultMinWatchTimeout is upstream's `defaultMinWatchTimeout`
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:54-58): each watch asks
+// the server to end it after a random time in [5m, 10m), so that after an
+// apiserver restart thousands of clients do not all come back at the same
+// moment.
 const defaultMinWatchTimeout = 5 * time.Minute
 
-// defaultPageSize is tools/pager's default page size.
+// defaultPageSize is tools/pager's `defaultPageSize`
+// (k8s.io/client-go@v0.36.4/tools/pager/pager.go:31).
 const defaultPageSize = 500
 
 // ReflectorOptions configures a Reflector; the zero value is upstream's
@@ -69,15 +77,20 @@ type ReflectorOptions struct {
 	// ShouldResync, if set, decides at each ResyncPeriod; nil means yes.
 	ShouldResync func() bool
 	// MinWatchTimeout is the least timeoutSeconds a watch asks for; the
-	// most is twice it. Below the default 5m it is ignored (as upstream).
+	// most is twice it. Below the default 5m it is ignored, as upstream's
+	// `NewReflectorWithOptions` ignores `MinWatchTimeout`
+	// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:302-307).
 	MinWatchTimeout time.Duration
 	// DisableWatchList turns the streaming list off: the first sync and
-	// every relist are a paginated LIST (upstream: the WatchListClient
-	// feature gate off).
+	// every relist are a paginated LIST (upstream: `useWatchList` off, with
+	// the WatchListClient gate: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:361).
 	DisableWatchList bool
-	// PageSize is the LIST page size; 0 means tools/pager's 500, and no
-	// pages at all when listing at a resourceVersion the watch cache can
-	// serve (the rules of upstream's Reflector.list).
+	// PageSize is the LIST page size (upstream: `WatchListPageSize`,
+	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:150-157). 0 means
+	// the rules of upstream's `list` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716):
+	// tools/pager's 500, except no limit when listing at a resourceVersion
+	// other than "" and "0", unless the first list came back in pages
+	// (listPages says why).
 	PageSize int64
 	// Rand is the random source of the watch timeout and the backoff
 	// jitter, in [0,1). Default math/rand/v2.Float64.
@@ -103,6 +116,9 @@ type Reflector struct {
 	minWatchTimeout, maxWatchTimeout time.Duration
 	useWatchList                     bool
 	backoff                          *backoff
+	// paginatedResult: the first LIST (at "0") came back in pages. Only
+	// the goroutine running ListAndWatch touches it.
+	paginatedResult bool
 
 	// rvLock guards the two fields below.
 	rvLock sync.RWMutex
@@ -129,7 +145,9 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 	}
 	r.maxWatchTimeout = 2 * r.minWatchTimeout
 	// A ListerWatcher can say it cannot stream a list (upstream:
-	// watchlist.DoesClientNotSupportWatchListSemantics; fakes in tests do).
+	// `DoesClientNotSupportWatchListSemantics`,
+	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:362-368; fakes in
+	// tests do).
 	if u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool }); ok && u.IsWatchListSemanticsUnSupported() {
 		r.useWatchList = false
 	}
@@ -138,8 +156,9 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 }
 
 // Run lists and watches until ctx ends, waiting a backoff step between two
-// rounds (upstream: delayHandler.Until with sliding=true, so even a round
-// that ended with a 410 waits before the relist).
+// rounds (upstream: `delayHandler.Until` with sliding true,
+// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:428-433, so even a
+// round that ended with a 410 waits before the relist).
 func (r *Reflector) Run(ctx context.Context) {
 	for {
 		if err := r.ListAndWatch(ctx); err != nil {
@@ -178,10 +197,20 @@ func (r *Reflector) setResourceVersionUnavailable(unavailable bool) {
 	r.lastSyncResourceVersionUnavailable = unavailable
 }
 
-// relistResourceVersion is what a LIST asks for: "0" the first time (any
-// state the watch cache has, cheap), the last resourceVersion seen after
-// that (never go back in time), and "" (a consistent read from etcd) when
-// that one was too old.
+// relistResourceVersion is what a LIST asks for, as upstream's
+// `relistResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1116-1131):
+// "0" the first time (any state the watch cache has, cheap), the last
+// resourceVersion seen after that (never go back in time), and "" when that
+// one was too old. "" is a consistent read, and a 1.36 apiserver serves it
+// from its watch cache, not from etcd: with `ConsistentListFromCache` GA
+// and locked on (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398),
+// `ShouldDelegateConsistentRead` sends it to etcd only where etcd cannot
+// report progress (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1441-1446),
+// and the cache first waits until it has caught up with etcd's current
+// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-639).
+// Only if it does not catch up in time does the list go to etcd
+// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:218-223).
+// (Upstream's comment on this function still says "from etcd".)
 func (r *Reflector) relistResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()
@@ -194,9 +223,10 @@ func (r *Reflector) relistResourceVersion() string {
 	return r.lastSyncResourceVersion
 }
 
-// rewatchResourceVersion is what a streaming list asks for: the last
-// resourceVersion seen, or "" (the newest, consistent) the first time or
-// after a 410.
+// rewatchResourceVersion is what a streaming list asks for, as upstream's
+// `rewatchResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1135-1146):
+// the last resourceVersion seen, or "" (the newest, consistent) the first
+// time or after a 410.
 func (r *Reflector) rewatchResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()
@@ -224,7 +254,8 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		}
 		if err != nil {
 			// A server (or proxy) that cannot stream a list: fall back to
-			// LIST, as upstream does, this round only.
+			// LIST this round only, as upstream's `fallbackToList`
+			// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:483-505).
 			r.report(fmt.Errorf("streaming list failed, falling back to LIST: %w", err))
 			w = nil
 		}
@@ -240,15 +271,20 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 // list is the LIST path: one LIST (paginated when the rules say so), put in
 // the store with Replace.
 func (r *Reflector) list(ctx context.Context) error {
-	list, err := r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+	opts := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
+	list, paginated, err := r.listPages(ctx, opts)
 	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
 		// Our resourceVersion is gone (or from a newer server): ask for the
-		// newest state instead, read from etcd.
+		// newest state instead, a consistent read (served from the watch
+		// cache in 1.36: see relistResourceVersion).
 		r.setResourceVersionUnavailable(true)
-		list, err = r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+		list, paginated, err = r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
 	}
 	if err != nil {
 		return fmt.Errorf("failed to list: %w", err)
+	}
+	if opts.ResourceVersion == "0" && paginated {
+		r.paginatedResult = true
 	}
 	r.setResourceVersionUnavailable(false)
 	listMeta, err := meta.ListAccessor(list)
@@ -274,19 +310,51 @@ func (r *Reflector) list(ctx context.Context) error {
 // listPages LISTs page by page, following continue tokens, through lab
 // 02's pager (listwatcher.ListPages, our twin of client-go's tools/pager,
 // which the upstream Reflector uses): one LIST of everything if a continue
-// token expires. Page size: the option, else 500, except when listing at a
-// resourceVersion other than "" and "0": the watch cache serves those only
-// without a limit, and serving from the cache is what keeps a thousand
-// relisting clients off etcd.
-func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+// token expires. It reports whether the answer came in pages.
+//
+// The page size follows upstream's `list`
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716): the option if
+// set; else 500 if the first list came back in pages (`paginatedResult`,
+// recorded only for a list at "0": k8s.io/client-go@v0.36.4/tools/cache/reflector.go:760-762),
+// since a server that pages at "0" has no watch cache for this resource
+// (the cache ignores a limit at "0": `computeListLimit`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740); else no
+// limit at a resourceVersion other than "" and "0", else 500
+// (TestReflectorKeepsPagingAfterPaginatedFirstList, and client-go's own in
+// TestClientGoReflectorKeepsPagingAfterPaginatedFirstList).
+//
+// Upstream drops the limit at a specific resourceVersion so that the list
+// is served from the watch cache. Since 1.34 a limit no longer rules that
+// out: with `ListFromCacheSnapshot` beta and on
+// (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:434-437), a LIST
+// at resourceVersion N with a limit, a "legacy exact" read that
+// `ShouldDelegateList` passes to `ShouldDelegateExactRV`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator/interface.go:52-55),
+// is served from a cache snapshot when one covers N
+// (`shouldDelegateExactRV`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1427-1439).
+// The limit still changes the question: without it N means "not older
+// than N", with it "exactly N".
+func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, bool, error) {
 	opts.Limit = defaultPageSize
 	switch {
 	case r.opts.PageSize > 0:
 		opts.Limit = r.opts.PageSize
+	case r.paginatedResult:
 	case opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 		opts.Limit = 0
 	}
-	return listwatcher.ListPages(ctx, r.lw.ListWithContext, opts)
+	paginated := false
+	page := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		obj, err := r.lw.ListWithContext(ctx, o)
+		if err == nil {
+			if m, merr := meta.ListAccessor(obj); merr == nil && m.GetContinue() != "" {
+				paginated = true
+			}
+		}
+		return obj, err
+	}
+	list, err := listwatcher.ListPages(ctx, page, opts)
+	return list, paginated, err
 }
 
 // watchList is the streaming list (WatchListClient): one watch with
@@ -295,7 +363,9 @@ func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (run
 // resourceVersion. The objects are collected aside and handed to the store
 // as one Replace when the bookmark arrives, and the same watch goes on.
 // With resourceVersionMatch=NotOlderThan and resourceVersion "" the server
-// answers from its watch cache once that is at least as fresh as etcd: as
+// answers from its watch cache once that is at least as fresh as etcd, as
+// its `waitUntilFreshAndBlock` waits for
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1330): as
 // consistent as a quorum LIST, without building one huge response.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 	for {
@@ -458,8 +528,9 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, resyncErr chan
 var errStopRequested = errors.New("stop requested")
 
 // errVeryShortWatch is a watch that ended within a second with no event:
-// the server is likely refusing us, so upstream treats it as an error (a
-// relist after backoff) rather than rewatching at once, in a tight loop.
+// the server is likely refusing us, so upstream returns a
+// `VeryShortWatchError` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1089-1092),
+// a relist after backoff, rather than rewatching at once, in a tight loop.
 var errVeryShortWatch = errors.New("very short watch: watch lasted less than a second and no items received")
 
 // watchSink is what handleWatch writes to: the store, or the streaming
@@ -546,7 +617,8 @@ func isTooLargeResourceVersionError(err error) bool {
 
 // isWatchErrorRetriable: connection refused (the apiserver is down or
 // restarting) and 429 are worth retrying the same request after a backoff;
-// relisting would not help.
+// relisting would not help. Upstream's `isWatchErrorRetriable` is the same
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1195-1205).
 func isWatchErrorRetriable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }

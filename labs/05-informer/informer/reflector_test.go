@@ -18,8 +18,8 @@ import (
 )
 
 // TestBackoffSequence: 800ms doubling to a 30s cap, jitter up to +100%,
-// reset 2 minutes after the last reset (upstream's defaultBackoff* in
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go).
+// reset 2 minutes after the last reset (upstream's `defaultBackoffInit` and
+// its siblings: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:57-67).
 func TestBackoffSequence(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	jitter := 0.0

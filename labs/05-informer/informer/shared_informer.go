@@ -23,7 +23,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// minimumResyncPeriod is the shortest handler resync period, as upstream.
+// minimumResyncPeriod is the shortest handler resync period, as upstream's
+// `minimumResyncPeriod` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:871).
 const minimumResyncPeriod = time.Second
 
 // Options configures a SharedIndexInformer.
@@ -38,7 +39,8 @@ type Options struct {
 	// Clock times the Reflector and the resyncs (default: real).
 	Clock clock.Clock
 	// UseDeltaFIFO runs the informer on the classic DeltaFIFO instead of
-	// the RealFIFO (what InOrderInformers=false did until 1.36).
+	// the RealFIFO (what InOrderInformers=false did until 1.36, in
+	// `newQueueFIFO`: k8s.io/client-go@v0.36.4/tools/cache/controller.go:847-877).
 	UseDeltaFIFO bool
 	// Reflector passes options on to the Reflector (its Clock, ResyncPeriod
 	// and ShouldResync are set by the informer).
@@ -109,9 +111,11 @@ func (s *SharedIndexInformer) HasSynced() bool {
 	}
 }
 
-// LastSyncResourceVersion is the resourceVersion the Reflector has reached
-// (InformerResourceVersion). The cache's own, which moves only as the FIFO
-// is processed, is GetIndexer().LastStoreSyncResourceVersion().
+// LastSyncResourceVersion is the resourceVersion the Reflector has reached:
+// what upstream's `dummyController.LastSyncResourceVersion` reports under
+// InformerResourceVersion (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:663-669).
+// The cache's own, which moves only as the FIFO is processed, is
+// GetIndexer().LastStoreSyncResourceVersion() (upstream: AtomicFIFO's).
 func (s *SharedIndexInformer) LastSyncResourceVersion() string {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
@@ -353,8 +357,11 @@ func (s *SharedIndexInformer) handleBatch(deltas []Delta, isInInitialList bool) 
 // deleted with a DeletedFinalStateUnknown (we missed its DELETED event),
 // every listed object is an add or an update, and the cache becomes the
 // list. The cache changes first, then the handlers hear the deletions, then
-// the adds and updates in list order. Upstream finds the vanished objects by
-// walking a map; we sort them by key, so a run repeats.
+// the adds and updates in list order, as upstream's `processReplacedAllInfo`
+// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-801). Upstream
+// finds the vanished objects by walking the keys of a map (`ListKeys`:
+// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:701); we sort them
+// by key, so a run repeats.
 func (s *SharedIndexInformer) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
 	listed := make(map[string]bool, len(info.Objects))
 	type replacement struct{ old, new any }
@@ -391,7 +398,8 @@ func (s *SharedIndexInformer) onAdd(obj any, isInInitialList bool) {
 
 // onUpdate: an update that did not change the resourceVersion is a resync
 // (a SyncAll, or a relist that found the object unchanged), and goes only to
-// the handlers whose resync is due.
+// the handlers whose resync is due, as upstream's `OnUpdate` decides with
+// `isSync` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:969-988).
 func (s *SharedIndexInformer) onUpdate(old, new any) {
 	isSync := false
 	if o, err := meta.Accessor(old); err == nil {

@@ -4,8 +4,10 @@
 //
 // Left out: Index(name, obj) and GetIndexers, metrics, and the split between
 // Store (keys computed from objects) and ThreadSafeStore (keys given): ours
-// computes keys itself. Where ours differs: an index function that fails
-// leaves the store unchanged and returns the error, where upstream panics.
+// computes keys itself. Where ours differs, our choice: an index function
+// that fails leaves the store unchanged and returns the error, where
+// upstream's `updateSingleIndex` panics
+// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197).
 
 package informer
 
@@ -45,7 +47,10 @@ type Indexer struct {
 	indexers Indexers
 	indices  map[string]index
 	// rv is the resourceVersion of the newest change applied (an object's,
-	// a list's or a bookmark's): the InformerResourceVersion feature.
+	// a list's or a bookmark's). Upstream keeps it under the AtomicFIFO
+	// gate, not InformerResourceVersion:
+	// `threadSafeMap.LastStoreSyncResourceVersion` returns "" unless
+	// AtomicFIFO is on (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:435-444).
 	rv string
 }
 
@@ -316,8 +321,10 @@ func (c *Indexer) ListIndexFuncValues(name string) []string {
 }
 
 // AddIndexers adds index functions and indexes the objects already stored,
-// as upstream does (threadSafeMap.AddIndexers); upstream's informer refuses
-// only once it has stopped. A learner adding an index to a running informer
+// as upstream's `threadSafeMap.AddIndexers` does
+// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:502-518);
+// upstream's informer refuses only once it has `stopped`
+// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:837-846). A learner adding an index to a running informer
 // sees it filled at once.
 func (c *Indexer) AddIndexers(indexers Indexers) error {
 	c.lock.Lock()

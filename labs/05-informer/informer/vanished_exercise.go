@@ -6,8 +6,8 @@
 
 package informer
 
-// vanished is called when a relist (after a 410, a restart of the
-// apiserver, a broken watch) replaces the cache: listed holds the keys of
+// vanished is called when a relist (after a 410, or a watch that ended in
+// another error) replaces the cache: listed holds the keys of
 // the objects in the new list, cache still holds the old state.
 //
 // TODO(exercise relist-final-state-unknown): this stub finds nothing, so an

@@ -89,8 +89,10 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		if err := c.reconcile(ctx, node); err != nil && ctx.Err() == nil {
 			// Try again later (the apiserver may be restarting). Upstream's
-			// rate-limiting queue backs off per key from 5ms to 1000s; a
-			// fixed retryDelay is enough for the lesson.
+			// rate-limiting queue backs off per key from 5ms to 1000s
+			// (`DefaultTypedControllerRateLimiter`:
+			// k8s.io/client-go@v0.36.4/util/workqueue/default_rate_limiters.go:50-56);
+			// a fixed retryDelay is enough for the lesson.
 			timer := time.AfterFunc(retryDelay, func() { c.queue.add(node) })
 			context.AfterFunc(ctx, func() { timer.Stop() })
 		}
