@@ -48,5 +48,8 @@ func (r redactingT) Parallel()         { r.t.Parallel() }
 func (r redactingT) FailNow()          { r.t.FailNow() }
 func (r redactingT) Verbose() bool     { return testing.Verbose() }
 func (r redactingT) Run(name string, f func(testscript.T)) {
-	r.t.Run(name, func(t *testing.T) { f(redactingT{t}) })
+	r.t.Run(name, func(t *testing.T) {
+		checksListedExercises(t)
+		f(redactingT{t})
+	})
 }
