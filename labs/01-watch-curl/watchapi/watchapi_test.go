@@ -135,7 +135,7 @@ func TestOptionsQuery(t *testing.T) {
 	got := Options{ResourceVersion: "42", AllowWatchBookmarks: true, TimeoutSeconds: 30, LabelSelector: "tier=web"}.Query()
 	want := "allowWatchBookmarks=true&labelSelector=tier%3Dweb&resourceVersion=42&timeoutSeconds=30&watch=1"
 	if got != want {
-		t.Errorf("got %s, want %s", got, want)
+		t.Errorf("Query() = %s\nits parameters, one a line, %s", got, labkit.Diff(strings.ReplaceAll(want, "&", "\n"), strings.ReplaceAll(got, "&", "\n")))
 	}
 }
 
