@@ -12,15 +12,10 @@ import (
 	"testing"
 )
 
-// ChecksExercise marks t as a check of the named exercises of this lab
-// (exercises.json at the lab's root). When t fails, its last lines say which
-// exercise it checks and which file to edit: a learner in exercise mode
-// (go test -tags exercise) sees what to write, not only what broke. A name
-// "NN/NAME" is an exercise of lab NN.
-//
-// Mark only a test that the exercise breaks. A scenario's subtest
-// (TestScripts/NAME) needs no call: RunScripts marks each one with the
-// exercises that exercises.json lists for it, and no other.
+// ChecksExercise marks t as a check of the named exercises ("NN/NAME": lab
+// NN's) of this lab (exercises.json at the lab's root). When t fails, its last
+// lines say which exercise it checks and which file to edit: a learner in
+// exercise mode (go test -tags exercise) sees what to write, not only what broke.
 func ChecksExercise(t *testing.T, names ...string) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -46,7 +41,8 @@ func ChecksExercise(t *testing.T, names ...string) {
 // whose tests in exercises.json name it (TestScripts/relist_after_apiserver_restart
 // in package "."), and with what a "combined" test needs. A subtest that
 // exercises.json does not name checks no exercise: its failure is not blamed
-// on one.
+// on one. So a lab's TestScripts does not call ChecksExercise itself: mark
+// only a test that the exercise breaks.
 func checksListedExercises(t *testing.T) {
 	t.Helper()
 	if names := listedExercises(t.Name()); len(names) > 0 {
