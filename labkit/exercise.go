@@ -1,15 +1,15 @@
 package labkit
 
 // Exercise mode (go test -tags exercise): a failing check names the
-// exercise it checks and the file to write, from the lab's exercises.json.
+// exercise it checks and the file to write, from the lab's exercises.json
+// (read by internal/exercises).
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit/internal/exercises"
 )
 
 // ChecksExercise marks t as a check of the named exercises ("NN/NAME": lab
@@ -23,7 +23,7 @@ func ChecksExercise(t *testing.T, names ...string) {
 			return
 		}
 		for _, name := range names {
-			ex, ok := findExercise(name)
+			ex, ok := exercises.Find(name)
 			switch {
 			case !ok:
 				t.Logf("this test checks exercise %s (not found in exercises.json)", name)
@@ -45,51 +45,9 @@ func ChecksExercise(t *testing.T, names ...string) {
 // only a test that the exercise breaks.
 func checksListedExercises(t *testing.T) {
 	t.Helper()
-	if names := listedExercises(t.Name()); len(names) > 0 {
+	if names := exercises.Listed(t.Name()); len(names) > 0 {
 		ChecksExercise(t, names...)
 	}
-}
-
-// listedExercises returns the exercises that exercises.json lists test (a
-// full test name, as t.Name() gives it) for, in the package of the working
-// directory.
-func listedExercises(test string) []string {
-	dir, list, ok := readExercises()
-	if !ok {
-		return nil
-	}
-	cwd, _ := os.Getwd()
-	rel, err := filepath.Rel(dir, cwd)
-	if err != nil {
-		return nil
-	}
-	pkg := "./" + filepath.ToSlash(rel)
-	if rel == "." {
-		pkg = "."
-	}
-	var names []string
-	seen := map[string]bool{}
-	add := func(name string) {
-		if !seen[name] {
-			seen[name] = true
-			names = append(names, name)
-		}
-	}
-	for _, ex := range list.Exercises {
-		for _, ref := range ex.Tests {
-			if ref.Package == pkg && ref.Run == test {
-				add(ex.Name)
-			}
-		}
-	}
-	for _, c := range list.Combined {
-		if c.Package == pkg && c.Run == test {
-			for _, n := range c.Needs {
-				add(n)
-			}
-		}
-	}
-	return names
 }
 
 // exerciseMode reports whether this test binary was built with -tags exercise,
@@ -109,85 +67,4 @@ func exerciseMode() bool {
 		}
 	}
 	return false
-}
-
-type testRef struct {
-	Package string   `json:"package"`
-	Run     string   `json:"run"`
-	Needs   []string `json:"needs"`
-}
-
-type exerciseEntry struct {
-	Lab      string
-	Name     string    `json:"name"`
-	Summary  string    `json:"summary"`
-	File     string    `json:"file"`
-	Solution string    `json:"solution"`
-	Readme   string    `json:"readme"`
-	Tests    []testRef `json:"tests"`
-}
-
-type exerciseList struct {
-	Lab       string          `json:"lab"`
-	Exercises []exerciseEntry `json:"exercises"`
-	Combined  []testRef       `json:"combined"`
-}
-
-// readExercises reads exercises.json from the nearest directory at or above
-// the test's working directory (its package's) that has one.
-func readExercises() (string, exerciseList, bool) {
-	dir, _ := os.Getwd()
-	for {
-		if list, ok := readExerciseFile(dir); ok {
-			return dir, list, true
-		}
-		if _, err := os.Stat(filepath.Join(dir, "exercises.json")); err == nil {
-			return "", exerciseList{}, false // there, but not valid
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", exerciseList{}, false
-		}
-		dir = parent
-	}
-}
-
-func readExerciseFile(dir string) (exerciseList, bool) {
-	var list exerciseList
-	data, err := os.ReadFile(filepath.Join(dir, "exercises.json"))
-	if err != nil || json.Unmarshal(data, &list) != nil {
-		return exerciseList{}, false
-	}
-	return list, true
-}
-
-// findExercise finds name in this lab's exercises.json or, for "NN/NAME",
-// in lab NN's (a directory NN-* beside this lab's).
-func findExercise(name string) (exerciseEntry, bool) {
-	dir, list, ok := readExercises()
-	if !ok {
-		return exerciseEntry{}, false
-	}
-	other := "" // another lab's directory, for "NN/NAME"
-	if lab, short, found := strings.Cut(name, "/"); found {
-		dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), lab+"-*"))
-		if len(dirs) != 1 {
-			return exerciseEntry{}, false
-		}
-		if list, ok = readExerciseFile(dirs[0]); !ok {
-			return exerciseEntry{}, false
-		}
-		name, other = short, filepath.Base(dirs[0])
-	}
-	for _, ex := range list.Exercises {
-		if ex.Name == name {
-			ex.Lab = list.Lab
-			if other != "" {
-				ex.File = "../" + other + "/" + ex.File
-				ex.Solution = "../" + other + "/" + ex.Solution
-			}
-			return ex, true
-		}
-	}
-	return exerciseEntry{}, false
 }

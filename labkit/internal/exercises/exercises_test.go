@@ -1,4 +1,4 @@
-package labkit
+package exercises
 
 import (
 	"os"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestListedExercises: a scenario's subtest is blamed on the exercises that
+// TestListed: a scenario's subtest is blamed on the exercises that
 // exercises.json lists for it (its own tests, or a combined test's needs),
 // in its own package only, and on no exercise when it is not listed; an
 // exercise of another lab ("03/NAME") is found in that lab's file.
-func TestListedExercises(t *testing.T) {
+func TestListed(t *testing.T) {
 	root := t.TempDir()
 	write := func(rel, body string) {
 		p := filepath.Join(root, rel)
@@ -42,20 +42,20 @@ func TestListedExercises(t *testing.T) {
 		"TestScripts":           nil, // the parent: not listed
 		"TestRelist":            nil, // listed, but in ./w
 	} {
-		if got := listedExercises(test); !slices.Equal(got, want) {
-			t.Errorf("in the lab's root, listedExercises(%q) = %q, want %q", test, got, want)
+		if got := Listed(test); !slices.Equal(got, want) {
+			t.Errorf("in the lab's root, Listed(%q) = %q, want %q", test, got, want)
 		}
 	}
-	ex, ok := findExercise("03/flush")
+	ex, ok := Find("03/flush")
 	if !ok || ex.Lab != "03" || ex.File != "../03-b/s/flush_exercise.go" || ex.Solution != "../03-b/s/flush.go" {
-		t.Errorf("findExercise(03/flush) = %+v, %v; want lab 03's, its files relative to lab 02", ex, ok)
+		t.Errorf("Find(03/flush) = %+v, %v; want lab 03's, its files relative to lab 02", ex, ok)
 	}
 
 	t.Chdir(filepath.Join(root, "labs/02-a/w"))
-	if got := listedExercises("TestRelist"); !slices.Equal(got, []string{"relist"}) {
-		t.Errorf("in ./w, listedExercises(TestRelist) = %q, want [relist]", got)
+	if got := Listed("TestRelist"); !slices.Equal(got, []string{"relist"}) {
+		t.Errorf("in ./w, Listed(TestRelist) = %q, want [relist]", got)
 	}
-	if got := listedExercises("TestScripts/relist"); got != nil {
-		t.Errorf("in ./w, listedExercises(TestScripts/relist) = %q, want none: that test is package .'s", got)
+	if got := Listed("TestScripts/relist"); got != nil {
+		t.Errorf("in ./w, Listed(TestScripts/relist) = %q, want none: that test is package .'s", got)
 	}
 }
