@@ -82,10 +82,10 @@ func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 		"OnUpdate b rv2 active=true -> b rv4 active=false",
 	}
 	if !slices.Equal(real, wantReal) {
-		t.Errorf("RealFIFO:\n%s", strings.Join(real, "\n"))
+		t.Errorf("RealFIFO: the handler calls are not in arrival order; %s", labkit.Diff(strings.Join(wantReal, "\n"), strings.Join(real, "\n")))
 	}
 	if !slices.Equal(delta, wantDelta) {
-		t.Errorf("DeltaFIFO:\n%s", strings.Join(delta, "\n"))
+		t.Errorf("DeltaFIFO: the handler calls are not grouped by object; %s", labkit.Diff(strings.Join(wantDelta, "\n"), strings.Join(delta, "\n")))
 	}
 	// Replay each sequence after the initial list: how many are active?
 	maxActive := func(lines []string) int {
