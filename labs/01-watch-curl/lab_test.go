@@ -15,8 +15,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScripts runs every exercise in testdata/script against the real
-// cluster. One exercise: go test -run TestScripts/too-old
+// TestScripts runs every scenario in testdata/script against the real
+// cluster. One scenario: go test -run TestScripts/too-old
 func TestScripts(t *testing.T) {
 	// In exercise mode the script go-watch fails until watch-query and
 	// refused-watch are written: exercises.json lists it, and RunScripts

@@ -1,4 +1,4 @@
-// The lab's cluster tests: testscript exercises (testdata/script) that run
+// The lab's cluster tests: testscript scenarios (testdata/script) that run
 // each scenario twice, as TestScripts/real/NAME against the real embedded
 // kube-apiserver and as TestScripts/lab/NAME against our watchserver (the
 // labkit target "lab"), with one golden transcript; and a Go test that

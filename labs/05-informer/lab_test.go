@@ -1,4 +1,4 @@
-// The lab's cluster tests: testscript exercises (testdata/script) that run
+// The lab's cluster tests: testscript scenarios (testdata/script) that run
 // cmd/informer (our informer over lab 02's ListWatch) and cmd/podsbynode
 // (the capstone controller) against two targets, each script once per
 // target and against one golden transcript: "real", the embedded cluster

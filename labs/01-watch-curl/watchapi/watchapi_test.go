@@ -142,7 +142,7 @@ func TestOptionsQuery(t *testing.T) {
 // TestOpenRefused: a watch the apiserver refuses before streaming is an
 // *HTTPError carrying the code and the Status body (a fake apiserver,
 // httptest, answers as v1.36.4 does to resourceVersion=abc; the go-watch
-// exercise shows the real one).
+// scenario shows the real one).
 func TestOpenRefused(t *testing.T) {
 	labkit.ChecksExercise(t, "refused-watch")
 	defer goleak.VerifyNone(t)
