@@ -1,5 +1,5 @@
 // Package labkit is the test harness every lab shares: it finds or starts a
-// Kubernetes cluster, gives each testscript exercise a namespace of its own,
+// Kubernetes cluster, gives each testscript scenario a namespace of its own,
 // and renders watch streams as the transcripts golden files compare.
 //
 // There is no upstream counterpart; the closest relatives are

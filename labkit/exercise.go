@@ -1,21 +1,21 @@
 package labkit
 
 // Exercise mode (go test -tags exercise): a failing check names the
-// exercise it checks and the file to write, from the lab's exercises.json.
+// exercise it checks and the file to write, from the lab's exercises.json
+// (read by internal/exercises).
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit/internal/exercises"
 )
 
-// ChecksExercise marks t as a check of the named exercises of this lab
-// (exercises.json at the lab's root). When t fails, its last lines say which
-// exercise it checks and which file to edit: a learner in exercise mode
-// (go test -tags exercise) sees what to write, not only what broke.
+// ChecksExercise marks t as a check of the named exercises ("NN/NAME": lab
+// NN's) of this lab (exercises.json at the lab's root). When t fails, its last
+// lines say which exercise it checks and which file to edit: a learner in
+// exercise mode (go test -tags exercise) sees what to write, not only what broke.
 func ChecksExercise(t *testing.T, names ...string) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -23,7 +23,7 @@ func ChecksExercise(t *testing.T, names ...string) {
 			return
 		}
 		for _, name := range names {
-			ex, ok := findExercise(name)
+			ex, ok := exercises.Find(name)
 			switch {
 			case !ok:
 				t.Logf("this test checks exercise %s (not found in exercises.json)", name)
@@ -35,6 +35,19 @@ func ChecksExercise(t *testing.T, names ...string) {
 			}
 		}
 	})
+}
+
+// checksListedExercises marks t, a subtest of a scenario, with the exercises
+// whose tests in exercises.json name it (TestScripts/relist_after_apiserver_restart
+// in package "."), and with what a "combined" test needs. A subtest that
+// exercises.json does not name checks no exercise: its failure is not blamed
+// on one. So a lab's TestScripts does not call ChecksExercise itself: mark
+// only a test that the exercise breaks.
+func checksListedExercises(t *testing.T) {
+	t.Helper()
+	if names := exercises.Listed(t.Name()); len(names) > 0 {
+		ChecksExercise(t, names...)
+	}
 }
 
 // exerciseMode reports whether this test binary was built with -tags exercise,
@@ -54,43 +67,4 @@ func exerciseMode() bool {
 		}
 	}
 	return false
-}
-
-type exerciseEntry struct {
-	Lab      string
-	Name     string `json:"name"`
-	Summary  string `json:"summary"`
-	File     string `json:"file"`
-	Solution string `json:"solution"`
-	Readme   string `json:"readme"`
-}
-
-// findExercise reads exercises.json from the nearest directory at or above
-// the test's working directory (its package's) that has one.
-func findExercise(name string) (exerciseEntry, bool) {
-	dir, _ := os.Getwd()
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "exercises.json"))
-		if err == nil {
-			var list struct {
-				Lab       string          `json:"lab"`
-				Exercises []exerciseEntry `json:"exercises"`
-			}
-			if json.Unmarshal(data, &list) != nil {
-				return exerciseEntry{}, false
-			}
-			for _, ex := range list.Exercises {
-				if ex.Name == name {
-					ex.Lab = list.Lab
-					return ex, true
-				}
-			}
-			return exerciseEntry{}, false
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return exerciseEntry{}, false
-		}
-		dir = parent
-	}
 }

@@ -1,7 +1,7 @@
 package labkit
 
 // The client-go informer as a script program: what a controller really runs,
-// for exercises that end the data path at a handler.
+// for scenarios that end the data path at a handler.
 
 import (
 	"context"

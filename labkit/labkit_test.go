@@ -55,14 +55,14 @@ func foreignTarget(work string, args []string) (*Cluster, error) {
 	return NewTarget(kc, nil)
 }
 
-// TestScripts runs the harness's own exercises: each labkit command against
+// TestScripts runs the harness's own scenarios: each labkit command against
 // the real cluster, and switching targets mid-script.
 func TestScripts(t *testing.T) {
 	RunScripts(t, "testdata/script", Options{Targets: map[string]StartTarget{"foreign": foreignTarget}})
 }
 
 // TestScriptsOnTwoTargets runs one body on two targets, as lab 03 runs its
-// exercises on the real apiserver and its own: TestScriptsOnTwoTargets/real/...
+// scenarios on the real apiserver and its own: TestScriptsOnTwoTargets/real/...
 // and .../foreign/..., one golden file.
 //
 // Each script's namespace is deleted at its end on every target, the

@@ -3,7 +3,7 @@ package labkit
 // Bearer tokens stay out of test logs. testscript's log (printed with -v, or
 // when a script fails) shows the environment a script starts with and the
 // expanded arguments of background commands ("[background] curl ...
-// --oauth2-bearer ..."), so a `go test -v` of an exercise would print the
+// --oauth2-bearer ..."), so a `go test -v` of a scenario would print the
 // cluster's token. Every token labkit hands to a script is registered here,
 // and RunScripts gives testscript a testing.T whose log replaces each one
 // with [TOKEN]. Scripts still use $TOKEN as before; the token itself is also
@@ -48,5 +48,8 @@ func (r redactingT) Parallel()         { r.t.Parallel() }
 func (r redactingT) FailNow()          { r.t.FailNow() }
 func (r redactingT) Verbose() bool     { return testing.Verbose() }
 func (r redactingT) Run(name string, f func(testscript.T)) {
-	r.t.Run(name, func(t *testing.T) { f(redactingT{t}) })
+	r.t.Run(name, func(t *testing.T) {
+		checksListedExercises(t)
+		f(redactingT{t})
+	})
 }

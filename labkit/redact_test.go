@@ -28,7 +28,7 @@ func (c captureT) Verbose() bool                      { return true }
 func (c captureT) Run(_ string, f func(testscript.T)) { f(c) }
 func toString(a any) string                           { s, _ := a.(string); return s }
 
-// TestScriptLogHidesTheToken runs a script the way the exercises use the
+// TestScriptLogHidesTheToken runs a script the way the scenarios use the
 // token (in the environment, in a background command's arguments) with a
 // verbose log, which shows the environment and the expanded arguments of
 // background commands, and checks that the token is not in it.

@@ -24,7 +24,7 @@ import (
 // when that moment has already passed (cache_watcher.go, nextBookmarkTime).
 // A watch with timeoutSeconds=1 that allows bookmarks, and whose selector
 // hides a change made after its resourceVersion, ends with an empty body on
-// both servers; the bookmarks exercise shows the bookmark with
+// both servers; the bookmarks scenario shows the bookmark with
 // timeoutSeconds=6. (memstorage's TestNoPreTimeoutBookmarkUnderTwoSeconds
 // checks ours in fake time.)
 func TestNoPreTimeoutBookmarkUnderTwoSecondsBothServers(t *testing.T) {

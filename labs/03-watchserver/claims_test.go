@@ -120,7 +120,7 @@ func TestWatchContentType(t *testing.T) {
 
 // TestNoTokenIsForbiddenOnTheRealServer: the real apiserver takes a request
 // without a token as system:anonymous, and RBAC answers 403; ours has no
-// anonymous user and answers 401, as both do for a wrong token (exercise
+// anonymous user and answers 401, as both do for a wrong token (scenario
 // bad-requests).
 func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
 	_, lab, realURL, labURL, _ := realAndLab(t)
@@ -212,7 +212,7 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 // answered with the state of that moment (from a watch cache snapshot if one
 // fits, else from etcd: `shouldDelegateExactRV`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1428-1439),
 // not 410; 410 comes only once etcd has compacted that revision (lab 01's
-// too-old exercise). Ours rebuilds it from the history ring.
+// too-old scenario). Ours rebuilds it from the history ring.
 func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
 	ns, servers := bothServers(t, "exact")
 	for _, s := range servers {

@@ -28,8 +28,8 @@ import (
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:525-531), whose
 // window starts at the list it made when the apiserver started, and on a
 // cluster this young it still holds every event since. An RV is too old
-// there only after a restart (lab 01's restart exercise); the too-old
-// exercise shows ours.
+// there only after a restart (lab 01's restart scenario); the too-old
+// scenario shows ours.
 var badRequests = []string{
 	"watch=1&timeoutSeconds=abc",
 	"watch=1&timeoutSeconds=1.5",

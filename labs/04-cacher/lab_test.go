@@ -1,7 +1,7 @@
-// The lab's exercises: testscript scenarios (testdata/script) against the
+// The lab's scenarios: testscript scripts (testdata/script) against the
 // miniapiserver, the labkit target "mini" (lab 03's API server over this
 // lab's Cacher over an embedded etcd, one per script); and lab 03's and lab
-// 01's exercises run again against it, with their own golden transcripts.
+// 01's scenarios run again against it, with their own golden transcripts.
 //
 // The target and the `mini` command (the lab's tool for what kube-apiserver
 // does not let a client do: compact etcd now, restart the server on the
@@ -27,10 +27,11 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScripts runs this lab's exercises on the miniapiserver.
+// TestScripts runs this lab's scenarios on the miniapiserver.
 func TestScripts(t *testing.T) {
-	// In exercise mode one-etcd-watch and node-trigger fail until these are written.
-	labkit.ChecksExercise(t, "cache-watcher-convert", "trigger-values")
+	// In exercise mode one-etcd-watch and node-trigger fail until
+	// cache-watcher-convert and trigger-values are written: exercises.json
+	// lists them, and RunScripts names those exercises when they fail.
 	labkit.RunScripts(t, "testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
 		RunOn:   []string{minitarget.Name},
@@ -38,27 +39,26 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// TestLab03ScriptsOnMini runs lab 03's exercises, unchanged but for their
+// TestLab03ScriptsOnMini runs lab 03's scenarios, unchanged but for their
 // [target:mini] lines, against the miniapiserver: lab 03's API server over
 // an in-memory storage and over this Cacher over etcd must give the same
 // transcripts. Lab 03's `watchserver` program is not registered here (it
 // lives in lab 03's internal package): the one script that runs it skips
 // itself on mini. `informer` is labkit.ClientGoInformer, as in lab 03.
 func TestLab03ScriptsOnMini(t *testing.T) {
-	labkit.ChecksExercise(t, "cache-watcher-convert")
 	labkit.RunScripts(t, "../03-watchserver/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
 		RunOn:   []string{minitarget.Name},
 	})
 }
 
-// TestLab01ScriptsOnMini runs lab 01's exercises against the miniapiserver.
+// TestLab01ScriptsOnMini runs lab 01's scenarios against the miniapiserver.
 // Those that need a labcluster (restart, compaction) or what the
 // miniapiserver does not serve skip themselves with a condition.
 func TestLab01ScriptsOnMini(t *testing.T) {
-	// chunked also needs lab 03's flush-when-idle: the miniapiserver
-	// serves through lab 03's WatchServer, and -tags exercise builds its stub too.
-	labkit.ChecksExercise(t, "cache-watcher-convert")
+	// chunked needs lab 03's flush-when-idle (exercises.json: "03/flush-when-idle"):
+	// the miniapiserver serves through lab 03's WatchServer, and -tags
+	// exercise builds its stub too.
 	labkit.RunScripts(t, "../01-watch-curl/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
 		RunOn:   []string{minitarget.Name},

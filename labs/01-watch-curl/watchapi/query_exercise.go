@@ -9,12 +9,15 @@ import "net/url"
 
 // Query encodes the options as the query string of the watch GET.
 //
-// TODO(exercise watch-query): this stub asks for watch=1 and nothing else,
-// so `watch -rv N` watches from "now" instead of from N, and bookmarks,
-// timeouts and selectors are ignored. Add each option that is set, under
-// the name the apiserver reads (metav1.ListOptions' JSON names:
-// resourceVersion, allowWatchBookmarks, timeoutSeconds, labelSelector,
-// fieldSelector). url.Values.Encode sorts the keys for you.
+// TODO(exercise watch-query): Goal: the watch GET asks for exactly the watch
+// the caller described: from its resourceVersion, with bookmarks, a timeout
+// and selectors when they are set, and nothing for an option left at its
+// zero value.
+//
+// As shipped, this stub asks for watch=1 and nothing else: `watch -rv N`
+// watches from "now" instead of from N, and bookmarks, timeouts and
+// selectors are ignored. TestOptionsQuery shows the query's parameters, one
+// a line, that are missing.
 func (o Options) Query() string {
 	q := url.Values{"watch": {"1"}}
 	return q.Encode()

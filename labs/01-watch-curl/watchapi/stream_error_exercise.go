@@ -8,12 +8,15 @@ package watchapi
 // streamError turns the error of json.Decoder.Decode on the response body
 // into what the watch's caller needs to know.
 //
-// TODO(exercise cut-off-stream): this stub passes the error on as it is, so
-// a caller cannot tell a stream the server ended cleanly (io.EOF between two
-// events: timeoutSeconds passed) from a connection that broke in the middle
-// of an event (json.Decoder says io.ErrUnexpectedEOF). Return io.EOF for the
-// first, ErrCutOff for the second, and an error saying the stream is not JSON
-// for anything else.
+// TODO(exercise cut-off-stream): Goal: the watch's caller can tell three
+// endings apart: the server ended the stream cleanly between two events
+// (io.EOF: timeoutSeconds passed), the connection broke in the middle of an
+// event (ErrCutOff), and the body is not JSON at all (any other error,
+// saying so).
+//
+// As shipped, this stub passes the decoder's error on as it is, so a stream
+// cut inside an event looks like neither: TestDecodeBrokenStreams says which
+// of its broken bodies get the wrong error.
 func streamError(err error) error {
 	return err
 }

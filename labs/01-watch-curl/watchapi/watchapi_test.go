@@ -135,14 +135,14 @@ func TestOptionsQuery(t *testing.T) {
 	got := Options{ResourceVersion: "42", AllowWatchBookmarks: true, TimeoutSeconds: 30, LabelSelector: "tier=web"}.Query()
 	want := "allowWatchBookmarks=true&labelSelector=tier%3Dweb&resourceVersion=42&timeoutSeconds=30&watch=1"
 	if got != want {
-		t.Errorf("got %s, want %s", got, want)
+		t.Errorf("Query() = %s\nits parameters, one a line, %s", got, labkit.Diff(strings.ReplaceAll(want, "&", "\n"), strings.ReplaceAll(got, "&", "\n")))
 	}
 }
 
 // TestOpenRefused: a watch the apiserver refuses before streaming is an
 // *HTTPError carrying the code and the Status body (a fake apiserver,
 // httptest, answers as v1.36.4 does to resourceVersion=abc; the go-watch
-// exercise shows the real one).
+// scenario shows the real one).
 func TestOpenRefused(t *testing.T) {
 	labkit.ChecksExercise(t, "refused-watch")
 	defer goleak.VerifyNone(t)

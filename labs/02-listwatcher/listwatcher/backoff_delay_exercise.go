@@ -11,11 +11,14 @@ import "time"
 // current base (it starts at b.initial, 800ms by default; reset sets it
 // back when a watch opens), b.max the cap (30s).
 //
-// TODO(exercise backoff-delay): this stub always waits b.next, the same
-// short delay after every failure: an apiserver that is down gets hammered,
-// and every client cut off by its restart retries in the same instant.
-// Return b.next plus a random jitter of up to 100% of it (math/rand/v2),
-// and double b.next for the next failure, never above b.max.
+// TODO(exercise backoff-delay): Goal: after each failure in a row the loop
+// waits longer, up to a cap, and clients cut off together do not all come
+// back in the same instant.
+//
+// As shipped, this stub always waits the same short delay: an apiserver that
+// is down gets hammered, and every client cut off by its restart retries at
+// once. TestListAndWatchUnreachable names the first delay outside the range
+// it expects.
 func (b *backoff) nextDelay() time.Duration {
 	return b.next
 }

@@ -103,8 +103,8 @@ func TestListAndWatch(t *testing.T) {
 		"WATCH rv=21",
 		"DELETED a rv=22 -> resume at 22",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("steps:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if d := labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
+		t.Fatalf("the loop's steps are not the expected ones; %s", d)
 	}
 	reqs := f.Requests()
 	for i, wantRV := range map[int]string{1: "resourceVersion=10&", 2: "resourceVersion=15&", 5: "resourceVersion=20&", 6: "resourceVersion=21&"} {
@@ -205,8 +205,8 @@ func TestListAndWatchStreamingList(t *testing.T) {
 		"WATCH rv=10",
 		"DELETED b rv=11 -> resume at 11",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("steps:\n%s\n\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if d := labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
+		t.Fatalf("the loop's steps are not the expected ones; %s", d)
 	}
 	if r := f.Requests()[0]; !strings.Contains(r, "resourceVersionMatch=NotOlderThan&sendInitialEvents=true") || strings.Contains(r, "resourceVersion=&") {
 		t.Errorf("streaming list request %s", r)

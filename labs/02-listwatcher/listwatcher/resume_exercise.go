@@ -15,12 +15,15 @@ import (
 // streaming list (sendInitialEvents=true) is still sending the initial
 // objects. It returns the new rv and listing.
 //
-// TODO(exercise resume-rv): this stub resumes from every event's RV. That is
-// right in a live watch, but during a streaming list the objects arrive in
-// key order, not RV order: a watch broken after object "a" (RV 7) would
-// resume from 7 and never see "b" (RV 3). While listing, keep rv as it is
-// until the BOOKMARK annotated metav1.InitialEventsAnnotationKey ("true");
-// its RV is where the list ends, and listing stops there.
+// TODO(exercise resume-rv): Goal: the RV to resume from is always one that
+// promises "every object up to here has been seen", so that a watch broken
+// at any moment, even during a streaming list (sendInitialEvents=true),
+// resumes without losing an object.
+//
+// As shipped, this stub resumes from every event's RV. During a streaming
+// list a watch broken after one of the initial objects then resumes from
+// that object's RV and can miss others. TestListAndWatchStreamingList shows
+// the resume points the loop reports, as a diff from the expected ones.
 func resumeFrom(ev watch.Event, obj metav1.Object, rv string, listing bool) (string, bool) {
 	return obj.GetResourceVersion(), false
 }

@@ -9,7 +9,7 @@
 // kubectl, client-go and curl commands run unchanged against both servers,
 // and a watch is an HTTP/2 stream by default (curl --http1.1 shows the
 // chunked form). Plain http would have meant HTTP/1.1 only, and different
-// commands for the two servers in every exercise.
+// commands for the two servers in every scenario.
 
 package apiserver
 
@@ -113,7 +113,7 @@ type Instance struct {
 func (in *Instance) Identity() Identity { return in.identity }
 
 // Storage is the storage a resource is served from (to seed objects from
-// Go, as the exercise harness does with kube-root-ca.crt), or nil.
+// Go, as the scenario harness does with kube-root-ca.crt), or nil.
 func (in *Instance) Storage(r *Resource) storage.Interface { return in.storages[r] }
 
 // memStorageFor returns Config.Storage's default: in-memory storages that

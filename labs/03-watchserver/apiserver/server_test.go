@@ -155,7 +155,7 @@ func TestTooOldOverHTTP(t *testing.T) {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	want := `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (3)","reason":"Expired","code":410}}` + "\n"
 	if line != want {
-		t.Fatalf("got  %s\nwant %s", line, want)
+		t.Fatalf("the stream's first line is not the 410 ERROR event; %s", labkit.Diff(want, line))
 	}
 	if rest, _ := io.ReadAll(resp.Body); len(rest) != 0 {
 		t.Fatalf("after the ERROR event the stream must end, got %q", rest)

@@ -8,11 +8,14 @@ package memstorage
 // dispatchLocked offers ev to the watcher w. It runs with the storage's lock
 // held, once per watcher per write (recordLocked).
 //
-// TODO(exercise slow-watcher-cutoff): this stub never blocks, but when w's
-// buffer (w.input) is full it silently drops ev, so that watcher's client
-// misses an event and never learns it. Keep never blocking, and end such a
-// watcher instead: its stream closes, and the client re-watches from the
-// last resourceVersion it saw. Look at what Stop and Close do to a watcher.
+// TODO(exercise slow-watcher-cutoff): Goal: a watcher that cannot keep up
+// never makes the storage wait, and never misses an event without knowing
+// it.
+//
+// As shipped, this stub never blocks, but when a watcher's buffer is full it
+// silently drops the event: that watcher's client misses it and never learns
+// it. TestSlowWatcherIsTerminatedNotWaitedFor finds the slow watcher still
+// open long after its buffers filled.
 func (s *Storage) dispatchLocked(w *watcher, ev *event) {
 	select {
 	case w.input <- ev:

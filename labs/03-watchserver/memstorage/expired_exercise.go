@@ -9,11 +9,14 @@ package memstorage
 // history ring (s.history, oldest event first; s.oldestLocked() is the RV of
 // the oldest event a watch can still be given). nil means yes.
 //
-// TODO(exercise too-old-rv): this stub always says yes, so a watch from an RV
-// the history has already dropped replays only part of what the client
-// missed, and the client never knows. Return a 410 Expired error
-// (apierrors.NewResourceExpired) with upstream's message,
-// "too old resource version: RV (OLDEST-1)", when rv is older than that.
+// TODO(exercise too-old-rv): Goal: a watch from a resourceVersion the
+// history no longer reaches fails with 410 Expired, with the message the
+// real apiserver gives, so that its client lists again.
+//
+// As shipped, this stub always says yes: such a watch replays only part of
+// what the client missed, and the client never knows.
+// TestTooOldResourceVersionIsExpired shows the event the watch begins with,
+// as a diff from the ERROR it wants.
 func (s *Storage) tooOldLocked(rv uint64) error {
 	return nil
 }

@@ -142,7 +142,7 @@ func TestTooOldResourceVersionIsExpired(t *testing.T) {
 	}
 	w := startWatch(t, context.Background(), s, prefix, watchOpts("1", nil))
 	if got, want := collect(t, w, 1)[0], "ERROR 410 Expired too old resource version: 1 (2)"; got != want {
-		t.Fatalf("got %s\nwant %s", got, want)
+		t.Fatalf("the watch from RV 1 begins with the wrong event; %s", labkit.Diff(want, got))
 	}
 	if _, ok := <-w.ResultChan(); ok {
 		t.Fatal("an expired watch must end after its ERROR event")

@@ -151,7 +151,7 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 // HandleWS streams frames over a websocket, one message per event, as
 // upstream's HandleWS does for clients that cannot read a streamed HTTP body
 // (browsers' JavaScript, mostly). kubectl proxy users do not need it: the
-// proxy relays the chunked stream as it is (lab 01's proxy exercise). A
+// proxy relays the chunked stream as it is (lab 01's proxy scenario). A
 // websocket message is its own frame, so no flushing is involved; the client
 // speaks only to close.
 func (s *WatchServer) HandleWS(ws *websocket.Conn) {

@@ -93,7 +93,7 @@ func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
 	newServer(src).HandleHTTP(rec, httptest.NewRequest("GET", "/", nil))
 
 	if got := rec.Body.String(); got != want.String() {
-		t.Fatalf("body:\n%s\nwant the five frames in order:\n%s", got, want.String())
+		t.Fatalf("the body is not the five frames in order; %s", labkit.Diff(want.String(), got))
 	}
 	// One flush for the headers, one after the fifth event: while events
 	// 1-4 were written, another was already waiting in the channel.

@@ -275,7 +275,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	if err != nil {
 		// Returned as is, as upstream's Cacher.Watch does: a field error,
 		// not a StatusError, so the API server answers 500 with no reason
-		// (kube-apiserver does: lab 03's bad-requests exercise).
+		// (kube-apiserver does: lab 03's bad-requests scenario).
 		return nil, err
 	}
 	if err := c.waitReady(ctx); err != nil {

@@ -199,7 +199,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		streams[name] = strings.Join(evs, "\n")
 	}
 	if streams["lab"] != streams["upstream"] || streams["lab"] != streams["lab/upstream-etcd3"] || !strings.Contains(streams["lab"], "BOOKMARK initial-events-end") {
-		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s", streams["lab"], streams["upstream"], streams["lab/upstream-etcd3"])
+		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s\nlab against upstream, %s", streams["lab"], streams["upstream"], streams["lab/upstream-etcd3"], labkit.Diff(streams["upstream"], streams["lab"]))
 	}
 }
 

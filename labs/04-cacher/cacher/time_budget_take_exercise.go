@@ -14,11 +14,14 @@ import "time"
 // budget per second of wall time (t.clock.Now(), since t.last), never above
 // maxBudget; t.mu guards it.
 //
-// TODO(exercise time-budget): this stub has no budget at all: a watcher
-// whose input is full for an instant is cut off at once, even after a long
-// quiet time. Refill the budget for the time elapsed since t.last (50 ms per
-// second, capped at 100 ms), hand all of it out and keep zero; returnUnused
-// adds back what was not spent, again capped at 100 ms.
+// TODO(exercise time-budget): Goal: the dispatcher may wait a little for
+// watchers whose input is full, but never so long, or so often, that every
+// other watcher falls behind: a little wait is earned by quiet time, and
+// spent.
+//
+// As shipped, this stub has no budget at all: a watcher whose input is full
+// for an instant is cut off at once, even after a long quiet time.
+// TestTimeBudget names the step at which the budget holds the wrong amount.
 func (t *timeBudget) takeAvailable() time.Duration {
 	return 0
 }

@@ -10,11 +10,14 @@ package cacher
 // object's trigger value (a pod's spec.nodeName); c.watchers.byValue[v] are
 // the watchers that watch exactly value v.
 //
-// TODO(exercise trigger-values): this stub offers events to no indexed
-// watcher, so a kubelet watching its own node's pods never hears of one.
-// Append the watchers of the object's value; and when ev.PrevObject had a
-// different value (the pod moved), the watchers of that value too, so they
-// see it leave. Never the same watcher twice.
+// TODO(exercise trigger-values): Goal: an event is offered to every indexed
+// watcher whose client must see it, a pod moving away from a node included,
+// and to no other, each watcher once.
+//
+// As shipped, this stub offers events to no indexed watcher: a kubelet
+// watching its own node's pods never hears of one.
+// TestTriggeredWatchersOfOldAndNewValue says how many times each node's
+// watcher was offered a pod's move.
 func (c *Cacher) triggeredWatchersLocked(ev *watchCacheEvent, buf []*cacheWatcher) []*cacheWatcher {
 	return buf
 }

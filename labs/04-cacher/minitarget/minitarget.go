@@ -1,8 +1,8 @@
 // Package minitarget is lab 04's miniapiserver as a labkit target, "mini",
 // and the `mini` testscript command that goes with it: what any lab's tests
 // need to run their scripts against lab 03's API server over lab 04's
-// Cacher over an embedded etcd. Lab 04 runs its own exercises, and lab 03's
-// and lab 01's again, on it; lab 05 runs its informer's exercises on it and
+// Cacher over an embedded etcd. Lab 04 runs its own scenarios, and lab 03's
+// and lab 01's again, on it; lab 05 runs its informer's scenarios on it and
 // on the real cluster with one golden file per script. It lives outside
 // lab 04's test package so that other labs can import it.
 //

@@ -8,12 +8,14 @@ package informer
 // dedupDeltas is called by the DeltaFIFO each time it appends a delta to an
 // object's Deltas (oldest first), and returns what to keep.
 //
-// TODO(exercise dedup-deletes): this stub keeps everything, so an object can
-// reach the handlers as "Deleted, Deleted": once from a relist that found it
-// gone (a DeletedFinalStateUnknown) and once from the watch's DELETED event.
-// When the two newest deltas are both Deleted, keep only one of them: the
-// one that knows the object's final state (not a DeletedFinalStateUnknown),
-// if there is one.
+// TODO(exercise dedup-deletes): Goal: one deletion reaches the handlers
+// once, with the best state known of the deleted object.
+//
+// As shipped, this stub keeps everything, so an object can reach the
+// handlers as "Deleted, Deleted": once from a relist that found it gone (a
+// DeletedFinalStateUnknown) and once from the watch's DELETED event.
+// TestDeltaFIFOCollapsesDeletes shows the deltas the queue kept for one
+// object, as a diff from the expected ones.
 func dedupDeltas(deltas Deltas) Deltas {
 	return deltas
 }

@@ -318,11 +318,11 @@ func (ours diffResult) diff(theirs diffResult) []string {
 	var out []string
 	for i := range ours.handlers {
 		if ours.handlers[i] != theirs.handlers[i] {
-			out = append(out, fmt.Sprintf("handler %d differs.\n%s", i, lineDiff(ours.handlers[i], theirs.handlers[i])))
+			out = append(out, fmt.Sprintf("handler %d differs (- client-go, + ours); %s", i, lineDiff(ours.handlers[i], theirs.handlers[i])))
 		}
 	}
 	if ours.cache != theirs.cache {
-		out = append(out, fmt.Sprintf("final cache differs:\nours:\n%s\nclient-go:\n%s", ours.cache, theirs.cache))
+		out = append(out, fmt.Sprintf("final cache differs (- client-go, + ours); %s", lineDiff(ours.cache, theirs.cache)))
 	}
 	if ours.rvs != theirs.rvs {
 		out = append(out, fmt.Sprintf("resourceVersions: ours %s; client-go %s", ours.rvs, theirs.rvs))
@@ -330,23 +330,10 @@ func (ours diffResult) diff(theirs diffResult) []string {
 	return out
 }
 
-// lineDiff shows the first differing line of two transcripts with context.
+// lineDiff shows where two transcripts part: labkit.Diff, with client-go's
+// as the one wanted ("-") and ours as the one got ("+").
 func lineDiff(ours, theirs string) string {
-	a, b := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
-	for i := 0; i < max(len(a), len(b)); i++ {
-		var la, lb string
-		if i < len(a) {
-			la = a[i]
-		}
-		if i < len(b) {
-			lb = b[i]
-		}
-		if la != lb {
-			from := max(0, i-5)
-			return fmt.Sprintf("first difference at line %d:\nours:      %q\nclient-go: %q\ncontext (ours):\n%s", i, la, lb, strings.Join(a[from:min(len(a), i+3)], "\n"))
-		}
-	}
-	return "(no difference)"
+	return labkit.Diff(theirs, ours)
 }
 
 // TestDifferentialResync: with a 30s resync period, over 95 seconds of the

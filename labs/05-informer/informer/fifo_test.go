@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -80,10 +82,10 @@ func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 		"OnUpdate b rv2 active=true -> b rv4 active=false",
 	}
 	if !slices.Equal(real, wantReal) {
-		t.Errorf("RealFIFO:\n%s", strings.Join(real, "\n"))
+		t.Errorf("RealFIFO: the handler calls are not in arrival order; %s", labkit.Diff(strings.Join(wantReal, "\n"), strings.Join(real, "\n")))
 	}
 	if !slices.Equal(delta, wantDelta) {
-		t.Errorf("DeltaFIFO:\n%s", strings.Join(delta, "\n"))
+		t.Errorf("DeltaFIFO: the handler calls are not grouped by object; %s", labkit.Diff(strings.Join(wantDelta, "\n"), strings.Join(delta, "\n")))
 	}
 	// Replay each sequence after the initial list: how many are active?
 	maxActive := func(lines []string) int {
@@ -112,6 +114,24 @@ func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 	}
 }
 
+// describeDeltas is one line per delta: its type, the object's key and
+// resourceVersion, and "(final state unknown)" for a tombstone.
+func describeDeltas(ds Deltas) string {
+	var lines []string
+	for _, d := range ds {
+		obj, note := d.Object, ""
+		if u, ok := obj.(DeletedFinalStateUnknown); ok {
+			obj, note = u.Obj, " (final state unknown)"
+		}
+		line := fmt.Sprintf("%s %T%s", d.Type, obj, note)
+		if m, err := meta.Accessor(obj); err == nil {
+			line = fmt.Sprintf("%s %s/%s rv%s%s", d.Type, m.GetNamespace(), m.GetName(), m.GetResourceVersion(), note)
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // TestDeltaFIFOCollapsesDeletes: a Deleted after a Deleted is dropped, and
 // a delete that knows the final state wins over a DeletedFinalStateUnknown.
 func TestDeltaFIFOCollapsesDeletes(t *testing.T) {
@@ -125,7 +145,7 @@ func TestDeltaFIFOCollapsesDeletes(t *testing.T) {
 	q.Close()
 	must(t, q.Pop(func(d Deltas, _ bool) error { got = d; return nil }))
 	if len(got) != 2 || got[1].Type != Deleted {
-		t.Fatalf("deltas %+v, want Added, Deleted", got)
+		t.Fatalf("a's deltas after Add, Delete (final state unknown), Delete; %s", labkit.Diff("Added ns/a rv1\nDeleted ns/a rv1", describeDeltas(got)))
 	}
 	if _, unknown := got[1].Object.(DeletedFinalStateUnknown); unknown {
 		t.Errorf("kept the DeletedFinalStateUnknown over the delete with the final state")

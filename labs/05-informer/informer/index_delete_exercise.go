@@ -10,10 +10,14 @@ package informer
 // newer version. idx maps an indexed value to the set of keys indexed under
 // it (a sets.Set[string]).
 //
-// TODO(exercise index-delete): this stub does nothing, so a deleted pod stays
-// listed under its node, and a pod moved to another node is listed under
-// both. Remove key from idx[value]; when that leaves the set empty, remove
-// value from idx as well (the Indexer's invariant: no value maps to an
-// empty set).
+// TODO(exercise index-delete): Goal: after a delete or an update the index
+// answers as if every object had just been indexed afresh: a deleted pod is
+// under no node, a moved pod under its new node only, and no value is left
+// that holds no object.
+//
+// As shipped, this stub does nothing: a deleted pod stays listed under its
+// node, and a pod moved to another node is listed under both.
+// TestIndexerProperty names the seed, the step and the value at which the
+// index goes stale.
 func deleteKeyFromIndex(idx index, value, key string) {
 }

@@ -54,7 +54,7 @@ func TestInformerDeliversInOrder(t *testing.T) {
 			"OnDelete b rv5 v=1",
 		}
 		if got := rec.lines(); !slices.Equal(got, want) {
-			t.Errorf("handler calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			t.Errorf("the handler calls are not the expected ones; %s", labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")))
 		}
 		lister := NewLister[*corev1.ConfigMap](inf.GetIndexer(), schema.GroupResource{Resource: "configmaps"})
 		var names []string
@@ -216,7 +216,7 @@ func TestRelistDeletesWithFinalStateUnknown(t *testing.T) {
 			"OnUpdate c rv3 v=1 -> c rv5 v=2",
 		}
 		if got := rec.lines(); !slices.Equal(got, want) {
-			t.Errorf("handler calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			t.Errorf("the handler calls are not the expected ones; %s", labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")))
 		}
 	})
 }

@@ -10,11 +10,14 @@ package informer
 // another error) replaces the cache: listed holds the keys of
 // the objects in the new list, cache still holds the old state.
 //
-// TODO(exercise relist-final-state-unknown): this stub finds nothing, so an
-// object deleted while the watch was down silently leaves the cache and no
-// handler hears OnDelete. For every key in cache that listed lacks (in key
-// order), return a DeletedFinalStateUnknown holding the key and the last
-// object the cache knew.
+// TODO(exercise relist-final-state-unknown): Goal: every object deleted
+// while the watch was down still reaches the handlers' OnDelete after the
+// relist, with the last state the cache knew of it, in key order.
+//
+// As shipped, this stub finds nothing: an object deleted while the watch was
+// down silently leaves the cache, and no handler hears OnDelete.
+// TestRelistDeletesWithFinalStateUnknown shows the handler calls as a diff
+// from the expected ones.
 func vanished(cache *Indexer, listed map[string]bool) []DeletedFinalStateUnknown {
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package informercmd is cmd/informer: our SharedIndexInformer over lab 02's
 // ListWatch (plain HTTP to the apiserver), printing every handler call as a
-// transcript line, in the format of lab 03's informer exercise:
+// transcript line, in the format of lab 03's informer scenario:
 //
 //	OnAdd before color=gray
 //	synced

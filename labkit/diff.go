@@ -1,0 +1,10 @@
+package labkit
+
+import "github.com/listwatch-labs/listwatch-labs/labkit/textdiff"
+
+// Diff is what a test prints when got is not want: "" when they are equal;
+// otherwise the lines that differ ("-" want, "+" got) with a little context,
+// the line of the first difference named and marked. Tests of the
+// exercises use it so that `scripts/labs check` shows where the output
+// goes wrong, not two listings to compare by eye.
+func Diff(want, got string) string { return textdiff.Show(want, got) }
