@@ -17,7 +17,9 @@
 // server-side apply, dry run, protobuf and CBOR responses, status
 // subresources, deletecollection, namespaces as objects (any namespace in a
 // path exists). A LIST's limit and continue go to the storage, as upstream's
-// registry passes them on; whether a list pages is the storage's business.
+// `ListPredicate` passes them on
+// (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:390-396);
+// whether a list pages is the storage's business.
 package apiserver
 
 import (

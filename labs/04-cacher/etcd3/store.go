@@ -482,8 +482,9 @@ func (s *Store) EnableResourceSizeEstimation(storage.KeysFunc) error { return ni
 // observes no compaction of its own (the interface allows 0).
 func (s *Store) CompactRevision() int64 { return 0 }
 
-// The messages of a compacted list, upstream's words (etcd3/errors.go),
-// since clients show them to people.
+// The messages of a compacted list, in upstream's words, since clients show
+// them to people: `expired`, `continueExpired` and `inconsistentContinue`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:52-64).
 const (
 	listExpired          = "The resourceVersion for the provided list is too old."
 	continueExpired      = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
@@ -495,7 +496,8 @@ const (
 )
 
 // interpretListError turns etcd's "compacted" into the 410 Expired a client
-// understands (upstream: etcd3/errors.go, interpretListError). A continued
+// understands, as upstream's `interpretListError` and
+// `handleCompactedErrorForPaging` do (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:66-88). A continued
 // list (continuing: the request had a continue token) whose revision is gone
 // cannot be finished consistently; the 410 then carries, in the Status's
 // metadata.continue, a new token for the same next key at revision -1, which
