@@ -25,6 +25,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage"
 	upstreametcd3 "k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -223,7 +225,10 @@ type continueToken struct {
 
 // decodeToken decodes a continue token and checks it has upstream's form:
 // unpadded base64url of a JSON object with exactly the keys v, rv, start,
-// v being meta.k8s.io/v1.
+// v being meta.k8s.io/v1. Its StartKey is returned as upstream's
+// `DecodeContinue` reads it (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:68-76),
+// relative to the collection and without a leading "/", which a token may
+// or may not carry.
 func decodeToken(t *testing.T, token string) continueToken {
 	t.Helper()
 	raw, err := base64.RawURLEncoding.DecodeString(token)
@@ -241,6 +246,11 @@ func decodeToken(t *testing.T, token string) continueToken {
 	if len(keys) != 3 || c.APIVersion != "meta.k8s.io/v1" {
 		t.Fatalf("continue token %s: want {\"v\":\"meta.k8s.io/v1\",\"rv\":N,\"start\":KEY}", raw)
 	}
+	key, _, err := storage.DecodeContinue(token, "/")
+	if err != nil {
+		t.Fatalf("continue token %s: %v", raw, err)
+	}
+	c.StartKey = strings.TrimPrefix(key, "/")
 	return c
 }
 
