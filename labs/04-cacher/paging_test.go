@@ -7,10 +7,11 @@ package lab_test
 // binary's cluster) and "mini" (a miniapiserver started by the test).
 //
 // TestChunkingReturnsChunksOfResults and
-// TestChunkingContinuesInconsistentlyAfterCompaction are Kubernetes' API
-// chunking conformance tests, k8s.io/kubernetes@v1.36.4/test/e2e/apimachinery/chunking.go,
-// re-expressed here with client-go; the comments cite the lines each
-// assertion ports. Two choices of ours: ConfigMaps instead of PodTemplates
+// TestChunkingContinuesInconsistentlyAfterCompaction are the two
+// `ConformanceIt` cases of Kubernetes' API chunking conformance test
+// (k8s.io/kubernetes@v1.36.4/test/e2e/apimachinery/chunking.go:83-234),
+// re-expressed here with client-go; the comments cite the lines of
+// chunking.go each assertion ports. Two choices of ours: ConfigMaps instead of PodTemplates
 // (the miniapiserver serves ConfigMaps and Pods only), and etcd compacted
 // by the test instead of waiting up to 10 minutes for kube-apiserver's
 // compactor. A namespace on the real cluster also holds kube-root-ca.crt
@@ -226,7 +227,7 @@ type continueToken struct {
 // decodeToken decodes a continue token and checks it has upstream's form:
 // unpadded base64url of a JSON object with exactly the keys v, rv, start,
 // v being meta.k8s.io/v1. Its StartKey is returned as upstream's
-// `DecodeContinue` reads it (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:68-76),
+// `DecodeContinue` reads it (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:47-76),
 // relative to the collection and without a leading "/", which a token may
 // or may not carry.
 func decodeToken(t *testing.T, token string) continueToken {
