@@ -14,9 +14,12 @@
 //
 // Left out: authentication beyond one bearer token, authorization,
 // admission, defaulting and validation of objects beyond their names,
-// server-side apply, dry run, protobuf and CBOR responses, paging
-// (limit/continue), status subresources, deletecollection, namespaces as
-// objects (any namespace in a path exists).
+// server-side apply, dry run, protobuf and CBOR responses, status
+// subresources, deletecollection, namespaces as objects (any namespace in a
+// path exists). A LIST's limit and continue go to the storage, as upstream's
+// `ListPredicate` passes them on
+// (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:390-396);
+// whether a list pages is the storage's business.
 package apiserver
 
 import (
@@ -162,13 +165,19 @@ func (r *resourceHandler) listResource(forceWatch bool) http.HandlerFunc {
 }
 
 // list answers a LIST from the storage: genericregistry.Store.ListPredicate.
+// limit and continue travel in the predicate, as there: the storage decides
+// the page and writes continue and remainingItemCount into the list's
+// metadata (lab 04's etcd3 store and Cacher page; memstorage does not).
 func (r *resourceHandler) list(w http.ResponseWriter, req *http.Request, opts *watchserver.ListOptions) {
 	listObj := r.NewListFunc()
 	err := r.storage.GetList(req.Context(), r.KeyRoot(req.PathValue("namespace")), storage.ListOptions{
 		ResourceVersion:      opts.ResourceVersion,
 		ResourceVersionMatch: opts.ResourceVersionMatch,
 		Recursive:            true,
-		Predicate:            storage.SelectionPredicate{Label: opts.LabelSelector, Field: opts.FieldSelector, GetAttrs: r.GetAttrsFunc, IndexFields: r.IndexFields},
+		Predicate: storage.SelectionPredicate{
+			Label: opts.LabelSelector, Field: opts.FieldSelector, GetAttrs: r.GetAttrsFunc, IndexFields: r.IndexFields,
+			Limit: opts.Limit, Continue: opts.Continue,
+		},
 	}, listObj)
 	if err != nil {
 		writeStatus(w, req, storeerr.InterpretListError(err, r.GroupResource))
@@ -178,7 +187,11 @@ func (r *resourceHandler) list(w http.ResponseWriter, req *http.Request, opts *w
 	if asTable, policy, _ := tableRequest(req); asTable {
 		items, _ := meta.ExtractList(listObj)
 		table := r.table(items, policy, true, time.Now())
+		// A page of a Table is a page of the list: kubectl get follows
+		// its continue (--chunk-size, 500 by default).
 		table.ResourceVersion = listMeta.GetResourceVersion()
+		table.Continue = listMeta.GetContinue()
+		table.RemainingItemCount = listMeta.GetRemainingItemCount()
 		writeObject(w, req, http.StatusOK, table)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -456,5 +457,67 @@ func TestServesFromAnyStorage(t *testing.T) {
 	want := map[string]int{"Watch": 1, "Create": 1, "GuaranteedUpdate": 1, "Get": 1, "GetList": 1, "Delete": 1}
 	if fmt.Sprint(c.calls) != fmt.Sprint(want) || fmt.Sprint(seen) != "[ADDED MODIFIED DELETED]" {
 		t.Fatalf("storage calls %v, events %v; want %v and ADDED, MODIFIED, DELETED", c.calls, seen, want)
+	}
+}
+
+// listRecorder records the ListOptions of every GetList.
+type listRecorder struct {
+	storage.Interface
+	mu   sync.Mutex
+	seen []storage.ListOptions
+}
+
+func (l *listRecorder) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	l.mu.Lock()
+	l.seen = append(l.seen, opts)
+	l.mu.Unlock()
+	return l.Interface.GetList(ctx, key, opts, listObj)
+}
+
+// TestListPassesLimitAndContinueToTheStorage: a LIST's limit and continue
+// reach the storage in its SelectionPredicate, as genericregistry's
+// ListPredicate puts them there; paging is then the storage's business.
+// memstorage does not page: with limit=1 it answers all three ConfigMaps
+// and no continue token (which the API allows), and it refuses a
+// well-formed continue token, since it never issues one.
+func TestListPassesLimitAndContinueToTheStorage(t *testing.T) {
+	recorder := &listRecorder{}
+	_, restCfg, _ := startInstance(t, Config{Storage: func(r *Resource) (storage.Interface, func(), error) {
+		inner := memstorage.New(memstorage.Config{ResourcePrefix: r.ResourcePrefix, NewFunc: r.NewFunc})
+		if r.GroupResource.Resource != "configmaps" {
+			return inner, inner.Close, nil
+		}
+		recorder.Interface = inner
+		return recorder, inner.Close, nil
+	}})
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	ctx := t.Context()
+	cms := client.CoreV1().ConfigMaps("lab")
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 3 || list.Continue != "" || list.RemainingItemCount != nil {
+		t.Fatalf("limit=1 on memstorage: %d items, continue %q, remainingItemCount %v; want 3, none, none", len(list.Items), list.Continue, list.RemainingItemCount)
+	}
+	// {"v":"meta.k8s.io/v1","rv":1,"start":"a\u0000"}, well-formed.
+	const token = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhXHUwMDAwIn0"
+	_, err = cms.List(ctx, metav1.ListOptions{Limit: 1, Continue: token})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "issues no continue tokens") {
+		t.Fatalf("continue on memstorage: %v, want 400 BadRequest", err)
+	}
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	if len(recorder.seen) != 2 {
+		t.Fatalf("%d GetList calls, want 2", len(recorder.seen))
+	}
+	first, second := recorder.seen[0].Predicate, recorder.seen[1].Predicate
+	if first.Limit != 1 || first.Continue != "" || second.Limit != 1 || second.Continue != token {
+		t.Fatalf("storage saw limit %d continue %q, then limit %d continue %q", first.Limit, first.Continue, second.Limit, second.Continue)
 	}
 }

@@ -270,6 +270,14 @@ func (s *Storage) GetList(ctx context.Context, key string, opts storage.ListOpti
 	if _, _, err := storage.ValidateListOptions(s.cfg.ResourcePrefix, s.versioner, opts); err != nil {
 		return err
 	}
+	// No paging: a limit is ignored and the whole list answered without a
+	// continue token, which the API allows a server to do (the doc comment
+	// of `Limit`, k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go:395-411).
+	// So no client can hold a token of ours, and a well-formed one made
+	// elsewhere is refused rather than answered with page one again.
+	if opts.Predicate.Continue != "" {
+		return apierrors.NewBadRequest("invalid continue token: this server does not page lists, so it issues no continue tokens")
+	}
 	rv, _ := s.versioner.ParseResourceVersion(opts.ResourceVersion)
 	s.mu.Lock()
 	defer s.mu.Unlock()

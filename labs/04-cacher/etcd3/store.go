@@ -266,7 +266,9 @@ pages:
 	for {
 		resp, err := s.client.Get(ctx, fromKey, getOpts...)
 		if err != nil {
-			return interpretListError(err, paging, continueKey, k)
+			// A compacted revision: fromKey is where this read started,
+			// where a client told to go on inconsistently would resume.
+			return interpretListError(err, opts.Predicate.Continue != "", fromKey, k)
 		}
 		if rev == 0 {
 			// Pin every further page to the revision of the first one.
@@ -480,16 +482,41 @@ func (s *Store) EnableResourceSizeEstimation(storage.KeysFunc) error { return ni
 // observes no compaction of its own (the interface allows 0).
 func (s *Store) CompactRevision() int64 { return 0 }
 
+// The messages of a compacted list, in upstream's words, since clients show
+// them to people: `expired`, `continueExpired` and `inconsistentContinue`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:52-64).
+const (
+	listExpired          = "The resourceVersion for the provided list is too old."
+	continueExpired      = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+	inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, " +
+		"or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, " +
+		"modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
 // interpretListError turns etcd's "compacted" into the 410 Expired a client
-// understands (upstream: etcd3/errors.go, interpretListError).
-func interpretListError(err error, paging bool, continueKey, keyPrefix string) error {
-	if isCompacted(err) {
-		if paging && continueKey != "" {
-			return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
-		}
-		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+// understands, as upstream's `interpretListError` and
+// `handleCompactedErrorForPaging` do (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:66-88). A continued
+// list (continuing: the request had a continue token) whose revision is gone
+// cannot be finished consistently; the 410 then carries, in the Status's
+// metadata.continue, a new token for the same next key at revision -1, which
+// means "the latest": the client may finish the list at a newer revision,
+// knowing it mixes two points in time, instead of starting over.
+func interpretListError(err error, continuing bool, nextKey, keyPrefix string) error {
+	if !isCompacted(err) {
+		return err
 	}
-	return err
+	if !continuing {
+		return apierrors.NewResourceExpired(listExpired)
+	}
+	token, encodeErr := storage.EncodeContinue(nextKey, keyPrefix, -1)
+	if encodeErr != nil {
+		return apierrors.NewResourceExpired(continueExpired)
+	}
+	expired := apierrors.NewResourceExpired(inconsistentContinue)
+	expired.ErrStatus.ListMeta.Continue = token
+	return expired
 }
 
 func errNotSupported(what string) error {

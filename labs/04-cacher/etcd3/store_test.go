@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,4 +430,60 @@ func expectEvent(t *testing.T, w watch.Interface, typ watch.EventType, name stri
 		t.Fatalf("no event after 10s, want %s %s", typ, name)
 	}
 	return nil
+}
+
+// TestCompactedContinueOffersAnInconsistentToken: continuing a paged list
+// whose revision etcd has compacted is 410 Expired, and the Status carries
+// a new continue token: the same next key, revision -1 ("the latest").
+// Listing with it finishes the list at the current revision, including what
+// was written since the first page. (Compared with the real apiserver's
+// answer in the lab's TestChunkingContinuesInconsistentlyAfterCompaction.)
+func TestCompactedContinueOffersAnInconsistentToken(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	s := newStore(t)
+	for i := range 4 {
+		if err := s.Create(ctx, key("incons", fmt.Sprintf("c%d", i)), cm("incons", fmt.Sprintf("c%d", i), "1"), nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := storage.ListOptions{Recursive: true, Predicate: labtest.Predicate(nil, nil)}
+	opts.Predicate.Limit = 2
+	first := &v1.ConfigMapList{}
+	if err := s.GetList(ctx, "/configmaps/incons", opts, first); err != nil {
+		t.Fatal(err)
+	}
+	// A write after the first page, then a compaction at it: the first
+	// page's revision is gone.
+	later := &v1.ConfigMap{}
+	if err := s.Create(ctx, key("incons", "c9"), cm("incons", "c9", "1"), later, 0); err != nil {
+		t.Fatal(err)
+	}
+	laterRev, _ := strconv.ParseInt(later.ResourceVersion, 10, 64)
+	if _, err := etcdServer.Client.Compact(ctx, laterRev, clientv3Physical()...); err != nil {
+		t.Fatal(err)
+	}
+	opts.Predicate.Continue = first.Continue
+	err := s.GetList(ctx, "/configmaps/incons", opts, &v1.ConfigMapList{})
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || !apierrors.IsResourceExpired(err) || !strings.Contains(err.Error(), "use the continue token in this response") {
+		t.Fatalf("continue after compaction: %v, want 410 Expired offering a token", err)
+	}
+	token := status.Status().ListMeta.Continue
+	wantToken, _ := storage.EncodeContinue("/registry/configmaps/incons/c1\x00", "/registry/configmaps/incons/", -1)
+	if token != wantToken {
+		t.Fatalf("token %q, want %q (start c1\\x00, rv -1)", token, wantToken)
+	}
+	opts.Predicate.Continue = token
+	rest := &v1.ConfigMapList{}
+	if err := s.GetList(ctx, "/configmaps/incons", opts, rest); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range rest.Items {
+		names = append(names, it.Name)
+	}
+	if fmt.Sprint(names) != "[c2 c3]" || rest.ResourceVersion == first.ResourceVersion || rest.Continue == "" {
+		t.Fatalf("inconsistent continue: %v at %s (first page at %s), continue %q", names, rest.ResourceVersion, first.ResourceVersion, rest.Continue)
+	}
 }
