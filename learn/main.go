@@ -6,7 +6,7 @@
 //	labs check NN [EXERCISE]      run the exercises' tests in exercise mode: expected, got, next step
 //	labs hint NN EXERCISE         the next hint (graded: a nudge first, almost the answer last)
 //	labs run NN                   the lab's demo against the cluster, step by step
-//	labs reset NN EXERCISE        put the stub back (as committed in git)
+//	labs reset NN EXERCISE        put the stub back (as committed in git; asks first, keeps a copy; --yes)
 //	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
 //	labs trace                    one ConfigMap write through every layer, timestamped: .cluster/trace/trace.html
 //	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
@@ -39,7 +39,7 @@ const usage = `usage:
   labs check NN [EXERCISE]      check a lab's exercises (exercise mode); --solution: without the stubs; --cluster: also the cluster tests
   labs hint NN EXERCISE         show the next hint
   labs run NN                   run the lab's demo against the cluster
-  labs reset NN EXERCISE        restore the exercise's stub
+  labs reset NN EXERCISE        restore the exercise's stub (asks first when you changed it, keeping a copy; --yes: do not ask)
   labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
   labs trace                    trace one write through every layer: .cluster/trace/trace.{html,md,json}
   labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
@@ -68,7 +68,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	solution := fs.Bool("solution", false, "check: run the tests without the stubs (the lab as shipped without -tags exercise)")
 	cluster := fs.Bool("cluster", false, "check, verify: also run the exercises' tests that need a cluster (slow in exercise mode)")
 	full := fs.Bool("full", false, "verify: also check that in exercise mode every test the exercises do not list passes (so only theirs fail)")
-	yes := fs.Bool("yes", false, "solution: do not ask for confirmation")
+	yes := fs.Bool("yes", false, "solution, reset: do not ask for confirmation")
 	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
 	// Flags may come before or after the arguments.
 	var pos []string
@@ -137,7 +137,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case "hint":
 			return cmdHint(u, root, l, ex)
 		case "reset":
-			return cmdReset(u, root, l, ex)
+			return cmdReset(u, root, stdin, isTerminal(stdin), *yes, l, ex)
 		default:
 			return cmdSolution(u, stdin, l, ex, *yes)
 		}
