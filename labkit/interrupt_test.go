@@ -73,17 +73,7 @@ func TestInterruptedTestBinaryRemovesItsCluster(t *testing.T) {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}
-			// No process of that cluster left (its supervisor and components
-			// all name the directory on their command line or in their files).
-			ps, err := exec.Command("ps", "-eo", "pid=,args=").Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(string(ps), "\n") {
-				if strings.Contains(l, dirs[0]) {
-					t.Errorf("still running after %v: %s", sig, strings.TrimSpace(l))
-				}
-			}
+			noProcessNames(t, dirs[0]) // the supervisor and its components name it
 		})
 	}
 }
@@ -114,4 +104,27 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// noProcessNames waits (up to 10s: a stopped component may take a moment to
+// exit) until no process has s on its command line, and reports any left.
+func noProcessNames(t *testing.T, s string) {
+	t.Helper()
+	var left []string
+	wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		ps, err := exec.Command("ps", "-eo", "pid=,args=").Output()
+		if err != nil {
+			return false, err
+		}
+		left = nil
+		for _, l := range strings.Split(string(ps), "\n") {
+			if strings.Contains(l, s) {
+				left = append(left, strings.TrimSpace(l))
+			}
+		}
+		return len(left) == 0, nil
+	})
+	for _, l := range left {
+		t.Errorf("still running: %s", l)
+	}
 }
