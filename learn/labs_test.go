@@ -265,6 +265,16 @@ func TestResetRestoresTheCommittedStub(t *testing.T) {
 	}
 }
 
+// TestHintWithoutExercise: `labs hint 02` says what is missing and lists
+// the lab's exercises, in one line, exit 2.
+func TestHintWithoutExercise(t *testing.T) {
+	withState(t)
+	code, out := run(t, "", "hint", "02")
+	if want := "labs: hint needs an exercise: scripts/labs hint 02 EXERCISE (lab 02 has: relist-on-410, resume-rv, backoff-delay)\n"; code != 2 || out != want {
+		t.Fatalf("exit %d, output %q; want 2 and %q", code, out, want)
+	}
+}
+
 func TestLineDiff(t *testing.T) {
 	got := strings.Join(lineDiff("a\nb\nc\n", "a\nB\nc\nd\n"), "|")
 	if want := "  a|- b|+ B|  c|+ d"; got != want {

@@ -25,10 +25,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGPIPE: our output was closed (`scripts/labs run 05 | head`). Caught,
+	// it ends the command through ctx, which stops a demo's background
+	// commands; uncaught, it would kill us and leave them running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -122,11 +126,23 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return cmdCheck(ctx, u, root, l, only, *solution, *cluster)
 	case "hint", "reset", "solution":
-		if !need(2) {
+		if !need(1) {
 			return 2
 		}
 		l, ok := lab()
 		if !ok {
+			return 2
+		}
+		if len(pos) < 2 {
+			var names []string
+			for _, ex := range l.Exercises {
+				names = append(names, ex.Name)
+			}
+			if len(names) == 0 {
+				fmt.Fprintf(stderr, "labs: lab %s has no exercises yet\n", l.Num)
+			} else {
+				fmt.Fprintf(stderr, "labs: %s needs an exercise: scripts/labs %s %s EXERCISE (lab %s has: %s)\n", cmd, cmd, l.Num, l.Num, strings.Join(names, ", "))
+			}
 			return 2
 		}
 		ex, ok := exercise(l)
