@@ -203,7 +203,7 @@ func up(dir string, comps []string) error {
 		return err
 	}
 	w.Close() // the child holds its own copy; EOF on r now means it died
-	supervisor := cmd.Process.Pid
+	supervisorPID := cmd.Process.Pid
 	cmd.Process.Release()
 
 	// Ctrl-C (or SIGTERM) while it starts: the supervisor, in its own
@@ -221,7 +221,7 @@ func up(dir string, comps []string) error {
 		fmt.Fprintln(os.Stderr, "labcluster: interrupted: stopping the cluster as soon as it has started (Ctrl-C again to kill it now)")
 		close(interrupted)
 		if _, ok := <-signals; ok {
-			syscall.Kill(supervisor, syscall.SIGKILL)
+			syscall.Kill(supervisorPID, syscall.SIGKILL)
 		}
 	}()
 	isInterrupted := func() bool {
