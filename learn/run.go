@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 )
 
 // cmdRun runs a lab's demo (the "demo" steps of its exercises.json) against
@@ -21,15 +24,22 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 		fmt.Fprintf(u.err, "labs: lab %s has no demo yet; its README's \"Run it\" section has the commands\n", lab.Num)
 		return 2
 	}
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(root, ".cluster", "kubeconfig")
-	}
-	if !clusterAnswers(ctx, root, kubeconfig) {
-		if os.Getenv("KUBECONFIG") != "" {
-			fmt.Fprintf(u.err, "labs: KUBECONFIG=%s points at no cluster that answers\n", kubeconfig)
-			return 1
+	// The course's one rule for which cluster (clusterstate.Discover, as
+	// labkit's tests and `labcluster status` follow it).
+	found, err := clusterstate.Discover(root, func(kc string) error {
+		if !clusterAnswers(ctx, root, kc) {
+			return errors.New("it does not answer")
 		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	kubeconfig := filepath.Join(root, ".cluster", "kubeconfig")
+	if found != nil {
+		kubeconfig = found.Kubeconfig
+	} else {
 		log := filepath.Join(stateDir(root), "cluster-up.log")
 		os.MkdirAll(stateDir(root), 0o755)
 		u.start("starting the embedded cluster (scripts/cluster-up.sh; the first build of labcluster takes minutes)")

@@ -140,3 +140,18 @@ func TestRunDemoOutputClosed(t *testing.T) {
 		t.Errorf("the demo's background command (pid %d) still runs", pid)
 	}
 }
+
+// TestRunDemoKubeconfig: labs run picks its cluster by clusterstate's rule:
+// $KUBECONFIG naming another cluster that does not answer is an error that
+// says what to do (the other tests run with it unset).
+func TestRunDemoKubeconfig(t *testing.T) {
+	root, _ := demoRoot(t, "synced")
+	t.Setenv("LABS_ROOT", root)
+	t.Setenv("LABS_STATE", t.TempDir())
+	other := filepath.Join(t.TempDir(), "kind.kubeconfig")
+	t.Setenv("KUBECONFIG", other)
+	code, out := run(t, "", "run", "09")
+	if want := "labs: KUBECONFIG=" + other + " points at no ready cluster: it does not answer; start that cluster, or `unset KUBECONFIG`"; code != 1 || !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
+		t.Errorf("exit %d, output %q; want 1 and one line starting %q", code, out, want)
+	}
+}
