@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -107,6 +108,12 @@ func run(args []string) int {
 		return runSupervisor(d, comps, *detached, ready, *steps)
 	case "up":
 		err = up(d, comps)
+		if errors.Is(err, errInterrupted) {
+			if err != errInterrupted {
+				fmt.Fprintf(os.Stderr, "labcluster up: %v\n", err)
+			}
+			return 130 // as a shell reports a command ended by Ctrl-C
+		}
 	case "down":
 		err = down(d)
 	case "restart apiserver":
@@ -196,7 +203,41 @@ func up(dir string, comps []string) error {
 		return err
 	}
 	w.Close() // the child holds its own copy; EOF on r now means it died
+	supervisorPID := cmd.Process.Pid
 	cmd.Process.Release()
+
+	// Ctrl-C (or SIGTERM) while it starts: the supervisor, in its own
+	// session, does not see it and would go on alone. Stop it once it has
+	// started (it takes seconds), as a learner who pressed Ctrl-C expects;
+	// a second Ctrl-C kills it at once (its components die with it).
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	interrupted := make(chan struct{})
+	go func() {
+		if _, ok := <-signals; !ok {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "labcluster: interrupted: stopping the cluster as soon as it has started (Ctrl-C again to kill it now)")
+		close(interrupted)
+		if _, ok := <-signals; ok {
+			syscall.Kill(supervisorPID, syscall.SIGKILL)
+		}
+	}()
+	isInterrupted := func() bool {
+		select {
+		case <-interrupted:
+			return true
+		default:
+			return false
+		}
+	}
+	stopInterrupted := func() error {
+		if err := down(dir); err != nil {
+			return fmt.Errorf("%w; stopping the cluster: %v (scripts/cluster-down.sh stops it)", errInterrupted, err)
+		}
+		return errInterrupted
+	}
 
 	// "step WHAT" lines as the start progresses, each shown with the time it
 	// arrived (since this command started: what a learner waits), then
@@ -209,6 +250,9 @@ func up(dir string, comps []string) error {
 			continue
 		}
 		if url, ok := strings.CutPrefix(line, "ready "); ok {
+			if isInterrupted() {
+				return stopInterrupted()
+			}
 			fmt.Printf("labcluster: ready in %.1fs: %s (Kubernetes %s)\n", time.Since(start).Seconds(), url, version.Get().GitVersion)
 			return nil
 		}
@@ -216,8 +260,14 @@ func up(dir string, comps []string) error {
 			return errors.New(msg)
 		}
 	}
+	if isInterrupted() {
+		return stopInterrupted() // killed by a second Ctrl-C: down clears its state
+	}
 	return fmt.Errorf("the supervisor exited before the cluster was ready; see %s", log.Name())
 }
+
+// errInterrupted: up was interrupted, and stopped what it had started.
+var errInterrupted = errors.New("interrupted; the cluster is stopped")
 
 // down asks the supervisor to stop everything, then makes sure it did.
 func down(dir string) error {

@@ -8,9 +8,11 @@ package main
 // disagree about which cluster they use. With -o env it prints shell
 // assignments a script can eval; with -o json the same fields as JSON.
 //
-// Exit status: 0 when a cluster is up and ready; 3 when none is (start one);
-// 1 when $KUBECONFIG names a cluster that does not answer (an error: the user
-// asked for that cluster), or on any other error; 2 on bad usage.
+// Exit status: 0 when a cluster is up and ready; 3 when none is (start one;
+// also when $KUBECONFIG is the workspace's own .cluster/kubeconfig and
+// nothing answers there); 1 when $KUBECONFIG names another cluster that does
+// not answer (an error: the user asked for that cluster), or on any other
+// error; 2 on bad usage.
 
 import (
 	"context"
@@ -136,7 +138,7 @@ func findStatus(dirFlag string) (*statusReport, error) {
 		return nil, err
 	}
 	if f == nil {
-		return &statusReport{From: clusterstate.FromWorkspace, Reason: "no cluster is up ($KUBECONFIG is unset and the workspace's .cluster has none that answers); start one with scripts/cluster-up.sh"}, nil
+		return &statusReport{From: clusterstate.FromWorkspace, Reason: "no cluster is up (none answers at the workspace's .cluster/kubeconfig); start one with scripts/cluster-up.sh"}, nil
 	}
 	r := &statusReport{Up: true, From: f.From, Kubeconfig: f.Kubeconfig, APIServer: server}
 	if f.State != nil {

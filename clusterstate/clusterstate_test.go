@@ -143,8 +143,25 @@ func TestDiscover(t *testing.T) {
 	t.Run("KUBECONFIG not ready is an error", func(t *testing.T) {
 		t.Setenv("KUBECONFIG", other)
 		f, err := Discover(wd, fakeReady(ws.Kubeconfig()))
-		if f != nil || err == nil || err.Error() != "KUBECONFIG="+other+" points at no ready cluster: connection refused (fake)" {
-			t.Errorf("got %+v, %v", f, err)
+		want := "KUBECONFIG=" + other + " points at no ready cluster: connection refused (fake); start that cluster, or `unset KUBECONFIG` to use this checkout's own (scripts/cluster-up.sh; go test starts one when none is up)"
+		if f != nil || err == nil || err.Error() != want {
+			t.Errorf("got %+v, %v; want the error %q", f, err, want)
+		}
+	})
+	// The lab READMEs have learners export KUBECONFIG=$PWD/.cluster/kubeconfig:
+	// after scripts/cluster-down.sh (which removes it) that is no cluster,
+	// as if KUBECONFIG were unset, so go test starts one as promised.
+	t.Run("KUBECONFIG is the workspace's own and nothing answers", func(t *testing.T) {
+		for _, kc := range []string{ws.Kubeconfig(), filepath.Join(root, "labs", "..", DirName, "kubeconfig")} {
+			t.Setenv("KUBECONFIG", kc)
+			if f, err := Discover(wd, fakeReady()); f != nil || err != nil {
+				t.Errorf("KUBECONFIG=%s, nothing answers: got %+v, %v; want nil, nil (start one)", kc, f, err)
+			}
+		}
+		os.Remove(ws.Kubeconfig())
+		t.Setenv("KUBECONFIG", ws.Kubeconfig())
+		if f, err := Discover(wd, fakeReady()); f != nil || err != nil {
+			t.Errorf("KUBECONFIG=%s, removed by cluster-down: got %+v, %v; want nil, nil (start one)", ws.Kubeconfig(), f, err)
 		}
 	})
 }

@@ -33,25 +33,31 @@ type Ready func(kubeconfig string) error
 // Discover applies the course's one rule for finding a cluster:
 //
 //  1. $KUBECONFIG, when set, names the cluster; it must be ready, or Discover
-//     returns an error (a learner who points at a cluster wants that one, not
-//     a fresh one behind their back).
+//     returns an error saying what to do (a learner who points at a cluster
+//     wants that one, not a fresh one behind their back). One exception: when
+//     it names this workspace's own <workspace>/.cluster/kubeconfig, as the
+//     lab READMEs have learners export it, a cluster that does not answer
+//     there is rule 3, as if $KUBECONFIG were unset.
 //  2. Else <workspace>/.cluster/kubeconfig, if it exists and its cluster is
 //     ready: the one scripts/cluster-up.sh started (labcluster or kind).
 //  3. Else nothing: Discover returns nil, nil, and the caller starts a cluster
 //     of its own (labkit for a test binary, scripts/test.sh for a run).
 //
-// wd is the directory the workspace is looked for from; it is needed only for
-// rule 2.
+// wd is the directory the workspace is looked for from.
 func Discover(wd string, ready Ready) (*Found, error) {
+	root, rootErr := Root(wd)
 	if kc := os.Getenv("KUBECONFIG"); kc != "" {
-		if err := ready(kc); err != nil {
-			return nil, fmt.Errorf("KUBECONFIG=%s points at no ready cluster: %w", kc, err)
+		err := ready(kc)
+		if err == nil {
+			return found(kc, FromKubeconfigEnv)
 		}
-		return found(kc, FromKubeconfigEnv)
+		if rootErr == nil && samePath(kc, Dir(filepath.Join(root, DirName)).Kubeconfig()) {
+			return nil, nil // the workspace's own, and nothing answers there: rule 3
+		}
+		return nil, fmt.Errorf("KUBECONFIG=%s points at no ready cluster: %w; start that cluster, or `unset KUBECONFIG` to use this checkout's own (scripts/cluster-up.sh; go test starts one when none is up)", kc, err)
 	}
-	root, err := Root(wd)
-	if err != nil {
-		return nil, err
+	if rootErr != nil {
+		return nil, rootErr
 	}
 	kc := Dir(filepath.Join(root, DirName)).Kubeconfig()
 	if _, err := os.Stat(kc); err != nil {
@@ -62,6 +68,23 @@ func Discover(wd string, ready Ready) (*Found, error) {
 		return nil, nil
 	}
 	return found(kc, FromWorkspace)
+}
+
+// samePath tells whether two paths name the same file: the same absolute
+// path once symbolic links in their directories are resolved (the file
+// itself may not exist: cluster-down removes the kubeconfig).
+func samePath(a, b string) bool {
+	resolve := func(p string) string {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			return filepath.Join(dir, filepath.Base(p))
+		}
+		return filepath.Clean(p)
+	}
+	return resolve(a) == resolve(b)
 }
 
 func found(kc, from string) (*Found, error) {

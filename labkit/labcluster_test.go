@@ -339,3 +339,56 @@ func TestOneSupervisorPerDir(t *testing.T) {
 		t.Fatalf("the first cluster broke: %v", err)
 	}
 }
+
+// TestInterruptedUpStopsTheCluster: Ctrl-C during `labcluster up` (what
+// scripts/cluster-up.sh runs) does not leave the cluster starting on its
+// own in the background: up says it is stopping it, stops it once it is
+// up, and exits 130; no process of it and no state file remain.
+func TestInterruptedUpStopsTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	bin, err := LabclusterBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "up", "--dir", dir, "--components", "etcd,apiserver")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's foreground group
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer labcluster(t, "down", "--dir", dir) // in case the test fails
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), "labcluster: starting"), nil
+	})
+	if err != nil {
+		t.Fatalf("up never said it was starting:\n%s", out.String())
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // Ctrl-C
+	select {
+	case err = <-exited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("up still runs a minute after Ctrl-C:\n%s", out.String())
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want status 130\n%s", err, out.String())
+	}
+	for _, want := range []string{"labcluster: interrupted: stopping the cluster as soon as it has started", "labcluster: stopped"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "ready in") {
+		t.Errorf("up reported the cluster ready after Ctrl-C:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); !os.IsNotExist(err) {
+		t.Errorf("state.json is still there: %v", err)
+	}
+	noProcessNames(t, dir)
+}

@@ -9,9 +9,12 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +54,10 @@ func Main(m *testing.M, programs map[string]Program) {
 	testscript.Main(clusterM{m}, cmds)
 }
 
+// envPrivateCluster, when set, makes Main start a cluster of its own even
+// when one is up (labkit's own tests use it to test that start).
+const envPrivateCluster = "LABKIT_PRIVATE_CLUSTER"
+
 // clusterM wraps testing.M so the cluster starts only in the test process
 // itself, not when testscript re-executes the binary as one of the programs.
 type clusterM struct{ m *testing.M }
@@ -65,10 +72,13 @@ func (c clusterM) Run() int {
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
 		return c.m.Run()
 	}
-	cl, err := Discover()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	var cl *Cluster
+	if os.Getenv(envPrivateCluster) == "" {
+		var err error
+		if cl, err = Discover(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	if cl == nil {
 		dir, err := os.MkdirTemp("", "labcluster-")
@@ -77,12 +87,38 @@ func (c clusterM) Run() int {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		// Ctrl-C (SIGINT) or SIGTERM would end this process without running
+		// the defers, leaving dir behind: an etcd of ~100 MB and the CA's
+		// key. Stop the cluster and remove dir first.
+		var startMu sync.Mutex // held while the cluster starts
+		var started *Cluster
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			s := <-sig
+			startMu.Lock() // a start under way ends first (on Ctrl-C its supervisor got the SIGINT too)
+			if started != nil {
+				started.Stop()
+			}
+			os.RemoveAll(dir)
+			fmt.Fprintf(os.Stderr, "labkit: %v: stopped this test binary's cluster and removed %s\n", s, dir)
+			os.Exit(1)
+		}()
 		start := time.Now()
-		if cl, err = StartEmbedded(dir); err != nil {
+		startMu.Lock()
+		cl, err = StartEmbedded(dir)
+		started = cl
+		startMu.Unlock()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer cl.Stop()
+		defer func() {
+			signal.Stop(sig)
+			startMu.Lock() // not while the handler stops it
+			defer startMu.Unlock()
+			cl.Stop()
+		}()
 		if testing.Verbose() {
 			fmt.Fprintf(os.Stderr, "labkit: started an embedded cluster in %.1fs (%s)\n", time.Since(start).Seconds(), cl.Server)
 		}

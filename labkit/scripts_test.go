@@ -194,3 +194,32 @@ func TestCheckLinksLines(t *testing.T) {
 		}
 	}
 }
+
+// TestKubectlWithNoCluster: scripts/kubectl in a checkout with no cluster up
+// says so and how to start one, in one line, instead of letting kubectl try
+// localhost:8080 five times. (A copy of the script in an empty checkout: this
+// one may have a cluster up.)
+func TestKubectlWithNoCluster(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "kubectl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	os.MkdirAll(filepath.Join(empty, "scripts"), 0o755)
+	if err := os.WriteFile(filepath.Join(empty, "scripts", "kubectl"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(empty, "scripts", "kubectl"), "get", "nodes")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1\n%s", err, out)
+	}
+	if want := "kubectl: no cluster is up (no .cluster/kubeconfig); start one with scripts/cluster-up.sh\n"; string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+}

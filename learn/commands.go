@@ -284,20 +284,96 @@ func cmdHint(u *ui, root string, lab *Lab, ex *Exercise) int {
 	return 0
 }
 
-// cmdReset writes the stub back as git has it at HEAD.
-func cmdReset(u *ui, root string, lab *Lab, ex *Exercise) int {
-	rel, _ := filepath.Rel(root, filepath.Join(lab.Dir, ex.File))
-	out, err := exec.Command("git", "-C", root, "show", "HEAD:"+filepath.ToSlash(rel)).Output()
+// cmdReset writes the stub back as git has it at HEAD. When the file differs
+// from that (the learner wrote something), it asks first, or with no
+// terminal to ask on refuses unless yes; and it keeps the learner's file
+// under .cluster/learn/backup/ before writing over it.
+func cmdReset(u *ui, root string, stdin io.Reader, interactive, yes bool, lab *Lab, ex *Exercise) int {
+	path := filepath.Join(lab.Dir, ex.File)
+	rel, _ := filepath.Rel(root, path)
+	stub, err := exec.Command("git", "-C", root, "show", "HEAD:"+filepath.ToSlash(rel)).Output()
 	if err != nil {
 		fmt.Fprintf(u.err, "labs: cannot read the stub %s from git (HEAD): %v\n", rel, err)
 		return 1
 	}
-	if err := os.WriteFile(filepath.Join(lab.Dir, ex.File), out, 0o644); err != nil {
+	mine, err := os.ReadFile(path)
+	switch {
+	case err == nil && string(mine) == string(stub):
+		u.printf("%s is already as committed (HEAD); nothing to reset\n", rel)
+		return 0
+	case err != nil && !os.IsNotExist(err):
 		fmt.Fprintln(u.err, "labs:", err)
 		return 1
 	}
+	var backup string
+	if err == nil {
+		if !yes && !interactive {
+			fmt.Fprintf(u.err, "labs: %s differs from the committed stub; reset would replace your code (a copy is kept): pass --yes to reset it\n", rel)
+			return 1
+		}
+		if !yes {
+			u.printf("%s differs from the committed stub (your code). Replace it? A copy goes to %s. [y/N] ", rel, relTo(root, backupDir(root)))
+			answer, _ := bufio.NewReader(stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+				u.printf("not reset.\n")
+				return 1
+			}
+		}
+		if backup, err = backupFile(root, lab, path, mine); err != nil {
+			fmt.Fprintf(u.err, "labs: cannot keep a copy of %s, so it is left as it is: %v\n", rel, err)
+			return 1
+		}
+	}
+	if err := os.WriteFile(path, stub, 0o644); err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	if backup != "" {
+		u.printf("your version of %s is in %s\n", rel, relTo(root, backup))
+	}
 	u.printf("restored %s as committed (HEAD); next: scripts/labs check %s %s\n", rel, lab.Num, ex.Name)
 	return 0
+}
+
+// backupDir holds the learner's files that reset replaced.
+func backupDir(root string) string { return filepath.Join(stateDir(root), "backup") }
+
+// backupFile writes data, the learner's version of path, to the backup
+// directory as lab<NN>-<file>.<UTC time>.go (still a .go file for an editor;
+// outside every module, so it is never compiled), and returns its path.
+func backupFile(root string, lab *Lab, path string, data []byte) (string, error) {
+	dir := backupDir(root)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".go")
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for i := 0; ; i++ {
+		file := filepath.Join(dir, fmt.Sprintf("lab%s-%s.%s.go", lab.Num, name, stamp))
+		if i > 0 {
+			file = filepath.Join(dir, fmt.Sprintf("lab%s-%s.%s-%d.go", lab.Num, name, stamp, i))
+		}
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if os.IsExist(err) {
+			continue // two resets in one second: keep both
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		return file, f.Close()
+	}
+}
+
+// relTo is path relative to root when it is inside it, else path.
+func relTo(root, path string) string {
+	if r, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
 }
 
 func cmdSolution(u *ui, stdin io.Reader, lab *Lab, ex *Exercise, yes bool) int {

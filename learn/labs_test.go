@@ -178,7 +178,10 @@ func TestSolutionAsksFirst(t *testing.T) {
 	}
 }
 
-// TestResetRestoresTheCommittedStub, on a throw-away git repository.
+// TestResetRestoresTheCommittedStub, on a throw-away git repository: a
+// changed stub is replaced only when the learner says so (asked on a
+// terminal; with none, only with --yes), and their text is kept in
+// .cluster/learn/backup/ (here $LABS_STATE/backup), which reset names.
 func TestResetRestoresTheCommittedStub(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -188,20 +191,87 @@ func TestResetRestoresTheCommittedStub(t *testing.T) {
 	dir := filepath.Join(root, "labs", "09-demo")
 	os.MkdirAll(dir, 0o755)
 	stub := "//go:build exercise\n\npackage demo\n\n// TODO(exercise x): write it\nfunc x() int { return 0 }\n"
-	os.WriteFile(filepath.Join(dir, "x_exercise.go"), []byte(stub), 0o644)
+	file := filepath.Join(dir, "x_exercise.go")
+	os.WriteFile(file, []byte(stub), 0o644)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "stub"}} {
 		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "x_exercise.go"), []byte("my attempt"), 0o644)
 	lab := &Lab{Num: "09", Dir: dir, Name: "09-demo"}
-	var out bytes.Buffer
-	if code := cmdReset(newUI(&out, &out), root, lab, &Exercise{Name: "x", File: "x_exercise.go"}); code != 0 {
-		t.Fatalf("reset: exit %d\n%s", code, out.String())
+	ex := &Exercise{Name: "x", File: "x_exercise.go"}
+	reset := func(stdin string, interactive, yes bool) (int, string) {
+		var out bytes.Buffer
+		code := cmdReset(newUI(&out, &out), root, strings.NewReader(stdin), interactive, yes, lab, ex)
+		return code, out.String()
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "x_exercise.go")); string(got) != stub {
+	const mine = "//go:build exercise\n\npackage demo\n\nfunc x() int { return 42 } // my attempt\n"
+	os.WriteFile(file, []byte(mine), 0o644)
+	unchanged := func(when string) {
+		t.Helper()
+		if got, _ := os.ReadFile(file); string(got) != mine {
+			t.Fatalf("%s: the learner's file is now %q", when, got)
+		}
+		if backups, _ := filepath.Glob(filepath.Join(backupDir(root), "*")); len(backups) != 0 {
+			t.Fatalf("%s: backups made: %v", when, backups)
+		}
+	}
+
+	// No terminal, no --yes: one line, nothing touched.
+	code, out := reset("", false, false)
+	if want := "labs: labs/09-demo/x_exercise.go differs from the committed stub; reset would replace your code (a copy is kept): pass --yes to reset it\n"; code != 1 || out != want {
+		t.Fatalf("no terminal, no --yes: exit %d, output %q; want exit 1 and %q", code, out, want)
+	}
+	unchanged("refused")
+
+	// A terminal: it asks; anything but y keeps the file.
+	code, out = reset("n\n", true, false)
+	if code != 1 || !strings.Contains(out, "differs from the committed stub (your code). Replace it?") || !strings.HasSuffix(out, "not reset.\n") {
+		t.Fatalf("answered n: exit %d\n%s", code, out)
+	}
+	unchanged("answered n")
+
+	// y: the stub is back, and the learner's text is in the backup reset names.
+	code, out = reset("y\n", true, false)
+	if code != 0 {
+		t.Fatalf("answered y: exit %d\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(file); string(got) != stub {
 		t.Fatalf("after reset the file is %q, want the committed stub", got)
+	}
+	backups, _ := filepath.Glob(filepath.Join(backupDir(root), "lab09-x_exercise.*.go"))
+	if len(backups) != 1 {
+		t.Fatalf("backups %v, want one lab09-x_exercise.<time>.go\n%s", backups, out)
+	}
+	if got, _ := os.ReadFile(backups[0]); string(got) != mine {
+		t.Fatalf("the backup holds %q, want the learner's text %q", got, mine)
+	}
+	if !strings.Contains(out, "your version of labs/09-demo/x_exercise.go is in "+backups[0]) {
+		t.Errorf("reset does not say where the learner's file went (%s):\n%s", backups[0], out)
+	}
+
+	// --yes with no terminal: resets without asking, and keeps a second copy.
+	os.WriteFile(file, []byte(mine), 0o644)
+	if code, out = reset("", false, true); code != 0 || strings.Contains(out, "[y/N]") {
+		t.Fatalf("--yes: exit %d\n%s", code, out)
+	}
+	if backups, _ = filepath.Glob(filepath.Join(backupDir(root), "lab09-x_exercise.*.go")); len(backups) != 2 {
+		t.Fatalf("after a second reset: backups %v, want two", backups)
+	}
+
+	// As committed: nothing to do, no question, no backup.
+	if code, out = reset("", false, false); code != 0 || !strings.Contains(out, "already as committed") {
+		t.Fatalf("unchanged stub: exit %d\n%s", code, out)
+	}
+}
+
+// TestHintWithoutExercise: `labs hint 02` says what is missing and lists
+// the lab's exercises, in one line, exit 2.
+func TestHintWithoutExercise(t *testing.T) {
+	withState(t)
+	code, out := run(t, "", "hint", "02")
+	if want := "labs: hint needs an exercise: scripts/labs hint 02 EXERCISE (lab 02 has: relist-on-410, resume-rv, backoff-delay)\n"; code != 2 || out != want {
+		t.Fatalf("exit %d, output %q; want 2 and %q", code, out, want)
 	}
 }
 

@@ -6,7 +6,7 @@
 //	labs check NN [EXERCISE]      run the exercises' tests in exercise mode: expected, got, next step
 //	labs hint NN EXERCISE         the next hint (graded: a nudge first, almost the answer last)
 //	labs run NN                   the lab's demo against the cluster, step by step
-//	labs reset NN EXERCISE        put the stub back (as committed in git)
+//	labs reset NN EXERCISE        put the stub back (as committed in git; asks first, keeps a copy; --yes)
 //	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
 //	labs trace                    one ConfigMap write through every layer, timestamped: .cluster/trace/trace.html
 //	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
@@ -25,10 +25,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGPIPE: our output was closed (`scripts/labs run 05 | head`). Caught,
+	// it ends the command through ctx, which stops a demo's background
+	// commands; uncaught, it would kill us and leave them running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -39,7 +43,7 @@ const usage = `usage:
   labs check NN [EXERCISE]      check a lab's exercises (exercise mode); --solution: without the stubs; --cluster: also the cluster tests
   labs hint NN EXERCISE         show the next hint
   labs run NN                   run the lab's demo against the cluster
-  labs reset NN EXERCISE        restore the exercise's stub
+  labs reset NN EXERCISE        restore the exercise's stub (asks first when you changed it, keeping a copy; --yes: do not ask)
   labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
   labs trace                    trace one write through every layer: .cluster/trace/trace.{html,md,json}
   labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
@@ -68,7 +72,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	solution := fs.Bool("solution", false, "check: run the tests without the stubs (the lab as shipped without -tags exercise)")
 	cluster := fs.Bool("cluster", false, "check, verify: also run the exercises' tests that need a cluster (slow in exercise mode)")
 	full := fs.Bool("full", false, "verify: also check that in exercise mode every test the exercises do not list passes (so only theirs fail)")
-	yes := fs.Bool("yes", false, "solution: do not ask for confirmation")
+	yes := fs.Bool("yes", false, "solution, reset: do not ask for confirmation")
 	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
 	// Flags may come before or after the arguments.
 	var pos []string
@@ -122,11 +126,23 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return cmdCheck(ctx, u, root, l, only, *solution, *cluster)
 	case "hint", "reset", "solution":
-		if !need(2) {
+		if !need(1) {
 			return 2
 		}
 		l, ok := lab()
 		if !ok {
+			return 2
+		}
+		if len(pos) < 2 {
+			var names []string
+			for _, ex := range l.Exercises {
+				names = append(names, ex.Name)
+			}
+			if len(names) == 0 {
+				fmt.Fprintf(stderr, "labs: lab %s has no exercises yet\n", l.Num)
+			} else {
+				fmt.Fprintf(stderr, "labs: %s needs an exercise: scripts/labs %s %s EXERCISE (lab %s has: %s)\n", cmd, cmd, l.Num, l.Num, strings.Join(names, ", "))
+			}
 			return 2
 		}
 		ex, ok := exercise(l)
@@ -137,7 +153,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case "hint":
 			return cmdHint(u, root, l, ex)
 		case "reset":
-			return cmdReset(u, root, l, ex)
+			return cmdReset(u, root, stdin, isTerminal(stdin), *yes, l, ex)
 		default:
 			return cmdSolution(u, stdin, l, ex, *yes)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 )
 
 // cmdRun runs a lab's demo (the "demo" steps of its exercises.json) against
@@ -21,15 +24,22 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 		fmt.Fprintf(u.err, "labs: lab %s has no demo yet; its README's \"Run it\" section has the commands\n", lab.Num)
 		return 2
 	}
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(root, ".cluster", "kubeconfig")
-	}
-	if !clusterAnswers(ctx, root, kubeconfig) {
-		if os.Getenv("KUBECONFIG") != "" {
-			fmt.Fprintf(u.err, "labs: KUBECONFIG=%s points at no cluster that answers\n", kubeconfig)
-			return 1
+	// The course's one rule for which cluster (clusterstate.Discover, as
+	// labkit's tests and `labcluster status` follow it).
+	found, err := clusterstate.Discover(root, func(kc string) error {
+		if !clusterAnswers(ctx, root, kc) {
+			return errors.New("it does not answer")
 		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(u.err, "labs:", err)
+		return 1
+	}
+	kubeconfig := filepath.Join(root, ".cluster", "kubeconfig")
+	if found != nil {
+		kubeconfig = found.Kubeconfig
+	} else {
 		log := filepath.Join(stateDir(root), "cluster-up.log")
 		os.MkdirAll(stateDir(root), 0o755)
 		u.start("starting the embedded cluster (scripts/cluster-up.sh; the first build of labcluster takes minutes)")
@@ -48,6 +58,15 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 	ns := "labs-demo-" + lab.Num
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "NS="+ns, "ROOT="+root, "LAB="+lab.Dir)
 	var background []*exec.Cmd
+	finished := false
+	defer func() {
+		// Stopped early (Ctrl-C, SIGTERM, the output pipe closed as by
+		// `| head`, or a step failed): the demo's last step, which deletes
+		// its namespace, did not run.
+		if !finished {
+			deleteDemoNamespace(root, kubeconfig, ns)
+		}
+	}()
 	defer func() {
 		for _, c := range background {
 			syscall.Kill(-c.Process.Pid, syscall.SIGINT)
@@ -68,6 +87,10 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 		cmd := exec.CommandContext(ctx, "bash", "-c", step.Run)
 		cmd.Dir = root
 		cmd.Env = env
+		// Its own process group, so that stopping it stops what it started
+		// (go run's child, say) as well.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		if step.Background {
 			logFile := filepath.Join(stateDir(root), fmt.Sprintf("demo-%s-%d.log", lab.Num, i+1))
 			f, err := os.Create(logFile)
@@ -76,7 +99,7 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 				return 1
 			}
 			cmd.Stdout, cmd.Stderr = f, f
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = nil // stopped by the deferred function above, gently first
 			if err := cmd.Start(); err != nil {
 				f.Close()
 				fmt.Fprintln(u.err, "labs:", err)
@@ -90,6 +113,9 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 				u.start("waiting for " + step.Wait)
 				ok := waitForOutput(ctx, logFile, step.Wait, 2*time.Minute)
 				u.done()
+				if !ok && ctx.Err() != nil {
+					return interrupted(u, ns)
+				}
 				if !ok {
 					data, _ := os.ReadFile(logFile)
 					fmt.Fprintf(u.err, "labs: step %d never printed %q; its output:\n%s\n", i+1, step.Wait, data)
@@ -104,13 +130,32 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 				u.printf("    %s\n", l)
 			}
 		}
+		if err != nil && ctx.Err() != nil {
+			return interrupted(u, ns)
+		}
 		if err != nil {
 			fmt.Fprintf(u.err, "labs: step %d failed: %v\n", i+1, err)
 			return 1
 		}
 	}
+	finished = true
 	u.printf("\n%s the demo is over; the lab's README explains each step.\n", u.green("✓"))
 	return 0
+}
+
+// interrupted says the demo was stopped; cmdRun's deferred functions then
+// stop its background commands and delete its namespace.
+func interrupted(u *ui, ns string) int {
+	fmt.Fprintf(u.err, "labs: interrupted; stopping the demo's background commands and deleting its namespace %s\n", ns)
+	return 130
+}
+
+// deleteDemoNamespace deletes ns without waiting, quietly: it may not exist.
+func deleteDemoNamespace(root, kubeconfig, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	labcluster := filepath.Join(root, ".cluster", "bin", "labcluster")
+	exec.CommandContext(ctx, labcluster, "kubectl", "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--wait=false", "--ignore-not-found").Run()
 }
 
 func clusterAnswers(ctx context.Context, root, kubeconfig string) bool {

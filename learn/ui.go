@@ -41,6 +41,13 @@ func newUI(stdout, stderr io.Writer) *ui {
 	return u
 }
 
+// isTerminal tells whether r is a terminal the learner can answer a
+// question on.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 func (u *ui) paint(code, s string) string {
 	if !u.color {
 		return s

@@ -10,9 +10,10 @@ stamp="$bin.sources"
 command -v go >/dev/null || { echo "build-labcluster: Go is not installed; install Go 1.26 from https://go.dev/dl/" >&2; exit 1; }
 
 # The binary is current when the hash of everything that goes into it matches
-# the one recorded at its last build: its Go files, go.mod/go.sum, this script
+# the one recorded at its last build: its Go files and clusterstate's (which
+# cluster/go.mod replaces with ../clusterstate), go.mod/go.sum, this script
 # (the version stamp below) and the Go version.
-sources=$( { cd "$root" && find cluster \( -name '*.go' ! -name '*_test.go' \) -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh versions.env; go version; } | sha256sum | cut -d' ' -f1)
+sources=$( { cd "$root" && find cluster clusterstate \( -name '*.go' ! -name '*_test.go' \) -o -name 'go.mod' -o -name 'go.sum' | LC_ALL=C sort | xargs sha256sum; sha256sum scripts/build-labcluster.sh versions.env; go version; } | sha256sum | cut -d' ' -f1)
 if [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$sources" ]]; then
   exit 0
 fi
@@ -38,15 +39,20 @@ echo "build-labcluster: the first build downloads ~1 GB of modules and compiles 
 export GOWORK=off
 go mod download
 total=$(go list -deps . | wc -l)
+main=$(go list .)
+SECONDS=0
+elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 # -v names each package as it is compiled (cached ones are skipped), which is
-# our progress meter.
+# our progress meter. The main package comes last; the link after it prints
+# nothing for a minute or two, so we say so.
 if ! go build -v -ldflags "$ldflags" -o "$bin.tmp" . 2>&1 | {
   n=0
   while IFS= read -r line; do
     case "$line" in
+      "$main") echo "build-labcluster: compiled $((n + 1)) packages, $(elapsed); linking the binary (a minute or two with no output)" ;;
       *" "*|*:*|"#"*) echo "$line" >&2 ;; # not a package path: a compiler message
       *) n=$((n + 1))
-         if (( n % 200 == 0 )); then echo "build-labcluster: compiled $n packages (of at most $total)"; fi ;;
+         if (( n % 200 == 0 )); then echo "build-labcluster: compiled $n packages (of at most $total), $(elapsed)"; fi ;;
     esac
   done
 }; then
@@ -55,4 +61,4 @@ if ! go build -v -ldflags "$ldflags" -o "$bin.tmp" . 2>&1 | {
 fi
 mv "$bin.tmp" "$bin"
 echo "$sources" > "$stamp"
-echo "build-labcluster: built $bin"
+echo "build-labcluster: built $bin in $(elapsed)"

@@ -73,10 +73,11 @@ echo "test.sh: checking that every file names the pinned versions, and every ups
 labcluster="$root/.cluster/bin/labcluster"
 
 # Which cluster: `labcluster status` applies the rule labkit's test binaries
-# follow (clusterstate.Discover): $KUBECONFIG if set (it must answer), else
-# .cluster/kubeconfig if it answers. It prints shell assignments (up, from,
-# kubeconfig, dir, apiserver, ...) and exits 0 when a cluster is up, 3 when
-# none is, 1 when $KUBECONFIG names one that does not answer (it says why).
+# follow (clusterstate.Discover): $KUBECONFIG if set (it must answer, unless
+# it is this checkout's .cluster/kubeconfig), else .cluster/kubeconfig if it
+# answers. It prints shell assignments (up, from, kubeconfig, dir, apiserver,
+# ...) and exits 0 when a cluster is up, 3 when none is, 1 when $KUBECONFIG
+# names another one that does not answer (it says why and what to do).
 found=$("$labcluster" status -o env)
 case $? in
 0)

@@ -55,8 +55,20 @@ func Start(cfg Config) (*Server, error) {
 		}
 		dir, tempDir = d, d
 	}
+	// etcd opens its bbolt file with no lock timeout (`bopts` gets none in
+	// go.etcd.io/etcd/server/v3@v3.6.8/storage/backend/backend.go:187-201,
+	// and embed.Config has no option for one), so a second server on a
+	// directory in use would wait for the first one's lock for ever: fail
+	// at once instead.
+	if inUse, err := dirInUse(dir); err != nil {
+		removeTemp(tempDir)
+		return nil, err
+	} else if inUse {
+		return nil, fmt.Errorf("etcd dir %s is in use (another miniapiserver?)", dir)
+	}
 	clientURL, err := freeLoopbackURL()
 	if err != nil {
+		removeTemp(tempDir)
 		return nil, err
 	}
 	peerURL, err := freeLoopbackURL()

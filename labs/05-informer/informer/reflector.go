@@ -408,6 +408,11 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 		}
 		switch {
 		case isWatchErrorRetriable(err):
+			// Upstream only logs this, at V(2) (`isErrorRetriableWithSideEffectsFn`,
+			// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:814-818); we
+			// report every retry, so that an apiserver that cannot be
+			// reached is never a silent hang (our choice).
+			r.report(fmt.Errorf("streaming list failed, backing off: %w", err))
 			select {
 			case <-ctx.Done():
 				return nil, nil
@@ -512,6 +517,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, resyncErr chan
 			return nil
 		}
 		if apierrors.IsTooManyRequests(err) {
+			r.report(fmt.Errorf("watch ended, backing off: %w", err))
 			select {
 			case <-ctx.Done():
 				return nil

@@ -261,6 +261,35 @@ func TestReflectorBacksOffWhileRefused(t *testing.T) {
 	})
 }
 
+// TestReflectorReportsEachRefusedStreamingList: a streaming list that is
+// refused (the apiserver down, or a stale port) is retried with backoff, as
+// upstream does, and each attempt is reported to the WatchErrorHandler: the
+// informer command prints the first error and every retry instead of
+// nothing.
+func TestReflectorReportsEachRefusedStreamingList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFakeServer(nil)
+		srv.setRefuse(true)
+		_, _, errs := runReflector(t, srv, ReflectorOptions{Rand: func() float64 { return 0 }})
+		synctest.Wait()
+		if got := errs(); len(got) != 1 {
+			t.Fatalf("reported %q at once, want the first refusal", got)
+		}
+		time.Sleep(800*time.Millisecond + 1600*time.Millisecond)
+		synctest.Wait()
+		got := errs()
+		_, watches := srv.requests()
+		if len(got) != 3 || len(watches) != 3 {
+			t.Fatalf("after two backoff steps: %d watches, reported %q; want 3 of each", len(watches), got)
+		}
+		for _, e := range got {
+			if e != "streaming list failed, backing off: "+errConnectionRefused.Error() {
+				t.Errorf("reported %q, want the refusal with \"backing off\"", e)
+			}
+		}
+	})
+}
+
 type timedLW struct {
 	*fakeServer
 	note func()

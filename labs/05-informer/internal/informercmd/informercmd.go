@@ -32,6 +32,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -61,6 +62,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *resource != "configmaps" && *resource != "pods" {
 		fmt.Fprintf(stderr, "informer: --resource must be configmaps or pods, not %q\n", *resource)
+		return 2
+	}
+	// A selector that does not parse would be refused by the apiserver on
+	// every retry, for ever: check it here, once (our choice), with the
+	// parser the apiserver uses.
+	if _, err := labels.Parse(*selector); err != nil {
+		fmt.Fprintf(stderr, "informer: -l %q: %v\n", *selector, err)
 		return 2
 	}
 	if *kubeconfig == "" {
