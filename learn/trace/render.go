@@ -167,9 +167,13 @@ ul.why li { margin: 6px 0; max-width: 1040px; }
 
 	// The key.
 	b.WriteString("<h2>Key</h2>\n<div class=\"key\">\n")
+	var swatches, names []string
 	for i, st := range traces {
-		fmt.Fprintf(&b, "<div class=\"sw\"><div class=\"bar c%d\" style=\"left:0;width:60px;top:2px\"></div></div><div><b>%s</b>: a bar is one step's median latency, the time from the step before it to this one. The bars follow each other, left to right, as the write travels.</div>\n", i%2, e(st.Stack))
+		swatches = append(swatches, fmt.Sprintf("<div class=\"bar c%d\" style=\"left:0;width:60px;top:%dpx\"></div>", i%2, 2+14*i))
+		names = append(names, fmt.Sprintf("<span style=\"color:%s\">&#9632;</span> %s", stackColors[i%2], e(st.Stack)))
 	}
+	fmt.Fprintf(&b, "<div class=\"sw\" style=\"height:%dpx\">%s</div><div>A bar is one step's median latency on a stack (%s): the time from the step before it to this one. The bars follow each other, left to right, as the write travels.</div>\n",
+		14*len(traces), strings.Join(swatches, ""), strings.Join(names, "; "))
 	fmt.Fprintf(&b, "<div class=\"sw\"><div class=\"bar c0\" style=\"left:0;width:30px;top:2px\"></div><div class=\"whisker c0\" style=\"left:0;width:80px;top:6px\"></div></div><div>The thin line from the start of a bar reaches the step's 99th percentile: 99 writes in 100 were at most that slow on that step. A line that reaches the right edge goes on beyond it.</div>\n")
 	hides := false
 	for _, st := range traces {
@@ -275,7 +279,11 @@ ul.why li { margin: 6px 0; max-width: 1040px; }
 				longest = h
 			}
 		}
-		fmt.Fprintf(&b, "<p>On the %s, the longest step was %s: %s of the bars.</p>\n", e(st.Stack), e(span(longest)), percent(longest.Latency.P50, totals[si]))
+		what := fmt.Sprintf("step %d (%s)", hopIndex(longest.Name)+1, longest.Name)
+		if len(longest.Covers) > 1 {
+			what = fmt.Sprintf("steps %d to %d together, hidden inside kube-apiserver", hopIndex(longest.Covers[0])+1, hopIndex(longest.Name)+1)
+		}
+		fmt.Fprintf(&b, "<p>On the %s, the longest was %s: %s of the bars.</p>\n", e(st.Stack), e(what), percent(longest.Latency.P50, totals[si]))
 	}
 	b.WriteString(strings.NewReplacer("{lab03server}", e(link("labs/03-watchserver/apiserver/server.go")), "{lab03handlers}", e(link("labs/03-watchserver/apiserver/handlers.go"))).Replace(whyDifferent))
 	b.WriteString("</body></html>\n")
