@@ -11,12 +11,13 @@
 #
 #  - "Failing input written to testdata/fuzz/T/ID": the fuzzer saved an input
 #    (testing/fuzz.go:372-374). The input is replayed once without the fuzzer
-#    (go test -run T/ID). If it fails there, it is a real bug: exit 1. If it
-#    passes and the message was "fuzzing process hung or terminated
-#    unexpectedly", the worker process died or missed the fuzzer's fixed
-#    10-second limit for one input (internal/fuzz/worker.go:492-494,186),
-#    which a starved CPU causes (golang/go#56238): the input is no crasher, so
-#    it is printed and removed, and the target is fuzzed once more.
+#    (go test -run T/ID, 2 minutes at most). If it fails there, it is a real
+#    bug: exit 1. If it passes and the message was "fuzzing process hung or
+#    terminated unexpectedly", the worker process died or missed the
+#    fuzzer's fixed 10-second limit for one input
+#    (internal/fuzz/worker.go:492-494,186), which a starved CPU causes
+#    (golang/go#56238): the input is no crasher, so it is printed and
+#    removed, and the target is fuzzed once more.
 #  - "failure while testing seed corpus entry: T/NAME": an input already in
 #    testdata/fuzz (or an f.Add seed) fails (internal/fuzz/fuzz.go:248): exit 1.
 #  - "context deadline exceeded" and no input written: the fuzzer ran out its
@@ -52,7 +53,8 @@ fuzz_once() {
   if [[ -n $path ]]; then
     [[ $path = /* ]] || path=$dir/$path
     id=$(basename "$path")
-    if go test -count=1 -run "^$target/$id\$" "$pkg" >/dev/null 2>&1; then
+    # An input that hangs the target fails the replay by its timeout.
+    if go test -count=1 -timeout 2m -run "^$target/$id\$" "$pkg" >/dev/null 2>&1; then
       if [[ $msg == *"fuzzing process hung or terminated unexpectedly"* ]]; then
         echo "fuzz.sh: $target: a fuzzing worker died or hung ($msg), but its input passes when replayed: machine load, not a bug. The input was:"
         cat "$path"
