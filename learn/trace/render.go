@@ -260,7 +260,7 @@ ul.why li { margin: 6px 0; max-width: 1040px; }
 	for _, st := range traces {
 		fmt.Fprintf(&b, "<td class=\"num\">%s</td><td class=\"num\">%s</td>", ms(st.Total().P50), ms(st.Total().P99))
 	}
-	b.WriteString("<td class=\"what\">The total's median is not the sum of the steps' medians, which the bars add up to.</td></tr>\n")
+	b.WriteString("<td class=\"what\">The total's median is not the sum of the steps' medians (the bars). When it is far above that sum, the writes waited at a different step each time, as on a busy machine.</td></tr>\n")
 	b.WriteString("<tr><td></td><td>the writer's <code>Create</code> returned<div class=\"what\">Its reply, off the watch path: the POST, the etcd write and the way back. On kube-apiserver it is the one time from inside that the outside can see.</div></td>")
 	for _, st := range traces {
 		fmt.Fprintf(&b, "<td class=\"num\">%s</td><td class=\"num\">%s</td>", ms(st.Reply.P50), ms(st.Reply.P99))
