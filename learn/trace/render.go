@@ -191,7 +191,7 @@ ul.why li { margin: 6px 0; max-width: 1040px; }
 	for i, st := range traces {
 		fmt.Fprintf(&b, "<th class=\"stack\" colspan=\"2\"><span style=\"color:%s\">&#9632;</span> %s</th>", stackColors[i%2], e(st.Stack))
 	}
-	b.WriteString("<th style=\"width:30%\">timeline (one scale for both)</th></tr>\n<tr><th></th><th></th>")
+	b.WriteString("<th style=\"width:30%\">timeline</th></tr>\n<tr><th></th><th></th>")
 	for range traces {
 		b.WriteString("<th class=\"stack\">p50</th><th class=\"stack\">p99</th>")
 	}
