@@ -106,7 +106,7 @@ func TestTraceHiddenHops(t *testing.T) {
 	if !strings.Contains(html, "<b>Hidden</b>") {
 		t.Errorf("the key does not explain the hidden steps")
 	}
-	if n := strings.Count(html, "hidden inside kube-apiserver"); n != 1 {
+	if n := strings.Count(html, `<td class="hidden"`); n != 1 {
 		t.Errorf("the page says %d times that steps are hidden, want once (one cell spanning them)", n)
 	}
 }
