@@ -8,7 +8,7 @@
 //	labs run NN                   the lab's demo against the cluster, step by step
 //	labs reset NN EXERCISE        put the stub back (as committed in git; asks first, keeps a copy; --yes)
 //	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
-//	labs trace                    one ConfigMap write through every layer, timestamped: .cluster/trace/trace.html
+//	labs trace [--writes N]       ConfigMap writes through every layer, timed hop by hop: .cluster/trace/trace.html
 //	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
 //
 // An exercise is one piece of a lab's implementation moved behind the build
@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -45,7 +46,7 @@ const usage = `usage:
   labs run NN                   run the lab's demo against the cluster
   labs reset NN EXERCISE        restore the exercise's stub (asks first when you changed it, keeping a copy; --yes: do not ask)
   labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
-  labs trace                    trace one write through every layer: .cluster/trace/trace.{html,md,json}
+  labs trace [--writes N]       trace writes (100) through every layer, hop by hop: .cluster/trace/trace.{html,md,json}
   labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
 `
 
@@ -74,6 +75,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	full := fs.Bool("full", false, "verify: also check that in exercise mode every test the exercises do not list passes (so only theirs fail)")
 	yes := fs.Bool("yes", false, "solution, reset: do not ask for confirmation")
 	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
+	writes := fs.Int("writes", 0, "trace: how many ConfigMaps to write through each stack (default 100)")
 	// Flags may come before or after the arguments.
 	var pos []string
 	for {
@@ -183,6 +185,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return cmdVerify(ctx, u, selected, only, *cluster, *full)
 	case "trace":
+		if *writes != 0 {
+			pos = append(pos, "-writes", strconv.Itoa(*writes))
+		}
 		return cmdTrace(ctx, u, root, pos)
 	case "help":
 		fmt.Fprint(stdout, usage)

@@ -19,9 +19,11 @@ import (
 
 // labStorage is what lab 03's API server serves each resource from in the
 // trace: lab 04's Cacher over lab 04's etcd3 store on an embedded etcd (the
-// course's miniapiserver), with two seams traced: the etcd3 store's watch,
-// as the Cacher's reflector receives it (etcd -> Cacher), and the Cacher's
-// watch, as the WatchServer receives it (Cacher -> WatchServer).
+// course's miniapiserver), with four seams traced: the object handed to
+// storage by lab 03's create handler (writer -> apiserver), the etcd3 store's
+// Create returning with etcd's reply (etcdReplyMark), the etcd3 store's
+// watch, as the Cacher's reflector receives it (etcd -> Cacher), and the
+// Cacher's watch, as the WatchServer receives it (Cacher -> WatchServer).
 // The returned func stops the Cachers' etcd.
 func labStorage(tr *Tracer) (func(r *apiserver.Resource) (storage.Interface, func(), error), func(), string, error) {
 	etcd, err := embeddedetcd.Start(embeddedetcd.Config{})
@@ -41,11 +43,10 @@ func labStorage(tr *Tracer) (func(r *apiserver.Resource) (storage.Interface, fun
 		traced := r.GroupResource.Resource == "configmaps"
 		var fromEtcd storage.Interface = store
 		if traced {
-			fromEtcd = traceStorage{Interface: store, onEvent: func(ev watchEvent) {
-				if ok, d := tr.eventDetail(ev); ok {
-					tr.mark("etcd -> Cacher", "etcd", "Cacher", "the POST, lab 04 etcd3 store's write to embedded etcd, and etcd's watch event to the Cacher's reflector", d)
-				}
-			}}
+			fromEtcd = traceStorage{Interface: store,
+				afterCreate: func(out runtime.Object) { tr.markObject(etcdReplyMark, out) },
+				onEvent:     func(ev watchEvent) { tr.markEvent("etcd -> Cacher", ev) },
+			}
 		}
 		c, err := cacher.NewCacherFromConfig(cacher.Config{
 			Storage: fromEtcd, Versioner: store.Versioner(), GroupResource: r.GroupResource, ResourcePrefix: r.ResourcePrefix,
@@ -68,11 +69,10 @@ func labStorage(tr *Tracer) (func(r *apiserver.Resource) (storage.Interface, fun
 		if !traced {
 			return c, c.Stop, nil
 		}
-		return traceStorage{Interface: c, onEvent: func(ev watchEvent) {
-			if ok, d := tr.eventDetail(ev); ok {
-				tr.mark("Cacher -> WatchServer", "Cacher", "WatchServer", "lab 04 cacheWatcher.result -> lab 03 WatchServer.HandleHTTP", d)
-			}
-		}}, c.Stop, nil
+		return traceStorage{Interface: c,
+			beforeCreate: func(obj runtime.Object) { tr.markObject("writer -> apiserver", obj) },
+			onEvent:      func(ev watchEvent) { tr.markEvent("Cacher -> WatchServer", ev) },
+		}, c.Stop, nil
 	}
 	return build, func() { etcd.Close() }, "lab 04's Cacher over lab 04's etcd3 store on an embedded etcd", nil
 }

@@ -17,74 +17,108 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Hop is one layer the write went through, and when it got there.
-type Hop struct {
-	Name   string        `json:"name"`   // e.g. "Cacher -> WatchServer"
-	From   string        `json:"from"`   // participant the event leaves
-	To     string        `json:"to"`     // participant it reaches
-	Where  string        `json:"where"`  // the code that was observed
-	At     time.Duration `json:"at"`     // since the write was sent
-	Detail string        `json:"detail"` // what was seen (event type, RV)
+// Mark is when one hop saw the traced write, since the writer sent it.
+type Mark struct {
+	At     time.Duration `json:"at"`
+	Detail string        `json:"detail,omitempty"` // what was seen (event type, RV)
 }
 
-// Tracer records, for one object name, the first time each hop sees it.
-// Every hop is observed from outside the layer's code: a wrapper around an
-// interface the layers already meet at (storage.Interface, watch.Interface,
-// the HTTP body, cache.ListerWatcherWithContext) or a hook the layer offers
-// (the informer's transform and index functions, the handler).
+// replyMark is the writer's own Create returning: off the watch path, but
+// the one time the real stack shows of its write from outside.
+const replyMark = "writer's Create returned"
+
+// Tracer records, for the object being written now, the first time each hop
+// sees it. Writes go one at a time: begin names the object, the hops mark
+// it, and end returns the marks. Every hop is observed from outside the
+// layer's code: a wrapper around an interface the layers already meet at
+// (storage.Interface, watch.Interface, the HTTP body,
+// cache.ListerWatcherWithContext) or a hook the layer offers (the
+// informer's transform and index functions, the handler).
 type Tracer struct {
 	Stack string
-	Name  string // the traced object's name
+	last  string // the hop that ends a write
 
-	mu    sync.Mutex
-	start time.Time
-	hops  []Hop
-	seen  map[string]bool
-	wait  chan struct{} // closed when the last hop is recorded
-	last  string
+	mu     sync.Mutex
+	name   string // the object being traced; "" between writes
+	needle []byte // its name as it appears in a JSON frame
+	start  time.Time
+	marks  map[string]Mark
+	done   chan struct{} // closed when the last hop is marked
 }
 
-func newTracer(stack, name, last string) *Tracer {
-	return &Tracer{Stack: stack, Name: name, seen: map[string]bool{}, wait: make(chan struct{}), last: last}
+func newTracer(stack, last string) *Tracer {
+	return &Tracer{Stack: stack, last: last}
 }
 
-// begin marks the write being sent: time zero.
-func (t *Tracer) begin() {
+// begin starts tracing the write of the object called name: time zero.
+func (t *Tracer) begin(name string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.name, t.needle = name, []byte(`"name":"`+name+`"`)
+	t.marks = map[string]Mark{}
+	t.done = make(chan struct{})
 	t.start = time.Now()
+	return t.done
 }
 
-func (t *Tracer) mark(name, from, to, where, detail string) {
+// end stops tracing the current write and returns its marks.
+func (t *Tracer) end() map[string]Mark {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	marks := t.marks
+	t.name, t.needle, t.marks = "", nil, nil
+	return marks
+}
+
+// mark records hop for the object called name, if it is the traced one and
+// the hop has not seen it yet.
+func (t *Tracer) mark(hop, name, detail string) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.start.IsZero() || t.seen[name] {
+	if t.name == "" || name != t.name {
 		return
 	}
-	t.seen[name] = true
-	t.hops = append(t.hops, Hop{Name: name, From: from, To: to, Where: where, At: now.Sub(t.start), Detail: detail})
-	if name == t.last {
-		close(t.wait)
+	if _, seen := t.marks[hop]; seen {
+		return
+	}
+	t.marks[hop] = Mark{At: now.Sub(t.start), Detail: detail}
+	if hop == t.last {
+		close(t.done)
 	}
 }
 
-func (t *Tracer) Hops() []Hop {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]Hop(nil), t.hops...)
-}
-
-// isTraced reports whether obj is the traced object, and describes it.
-func (t *Tracer) isTraced(obj any) (bool, string) {
+// markObject marks hop if obj is the traced object.
+func (t *Tracer) markObject(hop string, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil || m.GetName() != t.Name {
-		return false, ""
+	if c, ok := obj.(runtime.CacheableObject); ok {
+		obj = c.GetObject()
 	}
-	return true, "rv " + m.GetResourceVersion()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	t.mark(hop, m.GetName(), "rv "+m.GetResourceVersion())
+}
+
+// markEvent marks hop if ev adds or modifies the traced object.
+func (t *Tracer) markEvent(hop string, ev watch.Event) {
+	if ev.Type == watch.Added || ev.Type == watch.Modified {
+		t.markObject(hop, ev.Object)
+	}
+}
+
+// markBytes marks hop if window holds the traced object's name in a JSON
+// frame.
+func (t *Tracer) markBytes(hop string, window []byte) {
+	t.mu.Lock()
+	needle, name := t.needle, t.name
+	t.mu.Unlock()
+	if name != "" && bytes.Contains(window, needle) {
+		t.mark(hop, name, "frame bytes")
+	}
 }
 
 // traceWatch forwards every event of in, marking the hop when the traced
@@ -125,16 +159,30 @@ func (w *traceWatch) Stop() {
 }
 
 // traceStorage is a storage.Interface whose watches report when the traced
-// object leaves the storage they wrap.
+// object leaves the storage they wrap, and whose Create reports the object
+// going in (beforeCreate) and coming back stored (afterCreate), when set.
 type traceStorage struct {
 	storage.Interface
-	onEvent func(watch.Event)
+	onEvent      func(watch.Event)
+	beforeCreate func(obj runtime.Object)
+	afterCreate  func(out runtime.Object)
+}
+
+func (s traceStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	if s.beforeCreate != nil {
+		s.beforeCreate(obj)
+	}
+	err := s.Interface.Create(ctx, key, obj, out, ttl)
+	if err == nil && s.afterCreate != nil {
+		s.afterCreate(out)
+	}
+	return err
 }
 
 func (s traceStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	w, err := s.Interface.Watch(ctx, key, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || s.onEvent == nil {
+		return w, err
 	}
 	return newTraceWatch(w, s.onEvent), nil
 }
@@ -157,8 +205,7 @@ func (l traceLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) 
 // are read from a watch response body (before any decoding).
 type traceTransport struct {
 	next   http.RoundTripper
-	onRead func()
-	needle []byte
+	onRead func(window []byte)
 }
 
 func (t traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -180,28 +227,13 @@ func (b *traceBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		window := append(b.tail, p[:n]...)
-		if bytes.Contains(window, b.t.needle) {
-			b.t.onRead()
-		}
+		b.t.onRead(window)
 		if len(window) > 256 {
 			window = window[len(window)-256:]
 		}
 		b.tail = append(b.tail[:0], window...)
 	}
 	return n, err
-}
-
-// eventDetail describes an event for a hop.
-func (t *Tracer) eventDetail(ev watch.Event) (bool, string) {
-	if ev.Type != watch.Added && ev.Type != watch.Modified {
-		return false, ""
-	}
-	obj := ev.Object
-	if c, ok := obj.(runtime.CacheableObject); ok {
-		obj = c.GetObject()
-	}
-	ok, d := t.isTraced(obj)
-	return ok, string(ev.Type) + " " + d
 }
 
 // List and Watch make traceLW a cache.ListerWatcher too (what client-go's
