@@ -2,6 +2,9 @@ module github.com/listwatch-labs/listwatch-labs/learn
 
 go 1.26.0
 
+// The workspace's own modules, by relative path: the module builds, vets
+// and tidies on its own (GOWORK=off) as well as in go.work.
+
 require (
 	golang.org/x/term v0.44.0
 	k8s.io/api v0.36.4
@@ -102,6 +105,8 @@ require (
 // The workspace's own modules, by relative path: the module builds, vets
 // and tidies on its own (GOWORK=off) as well as in go.work.
 require (
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0
+	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/03-watchserver v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/04-cacher v0.0.0

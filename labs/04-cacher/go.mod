@@ -2,6 +2,9 @@ module github.com/listwatch-labs/listwatch-labs/labs/04-cacher
 
 go 1.26.0
 
+// The workspace's own modules, by relative path: the module builds, vets
+// and tidies on its own (GOWORK=off) as well as in go.work.
+
 require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/rogpeppe/go-internal v1.16.0
@@ -108,7 +111,7 @@ require (
 // The workspace's own modules, by relative path: the module builds, vets
 // and tidies on its own (GOWORK=off) as well as in go.work.
 require (
-	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0 // indirect
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/03-watchserver v0.0.0
 )
