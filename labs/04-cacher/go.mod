@@ -2,9 +2,6 @@ module github.com/listwatch-labs/listwatch-labs/labs/04-cacher
 
 go 1.26.0
 
-// The workspace's own modules, by relative path: the module builds, vets
-// and tidies on its own (GOWORK=off) as well as in go.work.
-
 require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/rogpeppe/go-internal v1.16.0
