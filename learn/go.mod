@@ -2,9 +2,6 @@ module github.com/listwatch-labs/listwatch-labs/learn
 
 go 1.26.0
 
-// The workspace's own modules, by relative path: the module builds, vets
-// and tidies on its own (GOWORK=off) as well as in go.work.
-
 require (
 	golang.org/x/term v0.44.0
 	k8s.io/api v0.36.4
