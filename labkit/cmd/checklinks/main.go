@@ -49,15 +49,13 @@ var citation = regexp.MustCompile(
 
 // ref is one citation, resolved to a module version and a path in it.
 type ref struct {
-	text           string // as written
-	module, ver    string
-	path           string
-	from, to       int // cited lines; 0 if none
-	moreRanges     bool
-	where          string // FILE:LINE of the citation
-	before         string // its paragraph's text up to the citation
-	githubStaging  bool
-	unknownGitRepo string
+	text        string // as written
+	module, ver string
+	path        string
+	from, to    int // cited lines; 0 if none
+	moreRanges  bool
+	where       string // FILE:LINE of the citation
+	before      string // its paragraph's text up to the citation
 }
 
 func main() {
