@@ -92,13 +92,6 @@ func (s *fakeServer) create(name, value string) { s.write(watch.Added, name, val
 func (s *fakeServer) update(name, value string) { s.write(watch.Modified, name, value) }
 func (s *fakeServer) remove(name string)        { s.write(watch.Deleted, name, "") }
 
-func (s *fakeServer) has(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.objects[name]
-	return ok
-}
-
 // bookmark sends a BOOKMARK at the current RV to watches that allow them.
 func (s *fakeServer) bookmark() {
 	s.mu.Lock()
@@ -145,12 +138,6 @@ func (s *fakeServer) requests() (lists, watches []metav1.ListOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]metav1.ListOptions(nil), s.lists...), append([]metav1.ListOptions(nil), s.watches...)
-}
-
-func (s *fakeServer) openWatches() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watchers)
 }
 
 func (s *fakeServer) setRefuse(refuse bool) {
