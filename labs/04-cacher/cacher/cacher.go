@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -113,6 +114,9 @@ type Cacher struct {
 
 	watchCache *watchCache
 	incoming   chan *watchCacheEvent
+	// progress asks etcd for progress notifications while readers wait
+	// for the cache to catch up: one for the Cacher (progress.go).
+	progress *progressRequester
 
 	// mu guards watchers, watcherIdx, and each watcher's nextBookmark.
 	mu         sync.Mutex
@@ -126,6 +130,9 @@ type Cacher struct {
 
 	metrics metrics
 
+	// started is when the Cacher was made: the downtime a not-ready
+	// answer's Retry-After grows with.
+	started  time.Time
 	stopCh   chan struct{}
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -180,7 +187,8 @@ func NewCacherFromConfig(config Config) (*Cacher, error) {
 			byValue:  map[string]map[int]*cacheWatcher{},
 			bookmark: map[int]*cacheWatcher{},
 		},
-		stopCh: make(chan struct{}),
+		started: config.Clock.Now(),
+		stopCh:  make(chan struct{}),
 	}
 	for name, f := range config.IndexerFuncs {
 		c.triggerName, c.triggerFunc = name, f
@@ -195,10 +203,15 @@ func NewCacherFromConfig(config Config) (*Cacher, error) {
 	// A relist ends every watcher, while the watchCache is write-locked, so
 	// no watcher can straddle two generations of the cache.
 	c.watchCache.onReplace = c.terminateAllWatchers
+	c.progress = newProgressRequester(config.Clock, config.Storage.RequestWatchProgress)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.runReflector(ctx)
+	go func() {
+		defer c.wg.Done()
+		c.progress.run(ctx, func() { c.metrics.progressRequests.Add(1) })
+	}()
 	go c.dispatchEvents(c.clock.NewTicker(bookmarkTick))
 	return c, nil
 }
@@ -224,17 +237,43 @@ func (c *Cacher) Ready() bool {
 	}
 }
 
-// waitReady waits for the first list (upstream: ready.wait; 503 if the
-// request gives up first).
-func (c *Cacher) waitReady(ctx context.Context) error {
+// checkReady is what a request meets while the cache is not ready (its
+// first list not loaded yet, or the Cacher stopped): it does not wait, it
+// fails at once with 429 Too Many Requests and a Retry-After that grows
+// with how long the cache has been down, as upstream's Cacher does since
+// ResilientWatchCacheInitialization went GA (see notReadyError).
+func (c *Cacher) checkReady() error {
+	select {
+	case <-c.stopCh:
+		return notReadyError("apiserver cacher is stopped", 0)
+	default:
+	}
 	select {
 	case <-c.watchCache.initialized:
 		return nil
-	case <-ctx.Done():
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("the %s cache is not initialized yet", c.groupResource))
-	case <-c.stopCh:
-		return apierrors.NewServiceUnavailable("the cacher is stopped")
+	default:
 	}
+	msg := "storage is (re)initializing"
+	if last, _ := c.metrics.lastReflectorError.Load().(string); last != "" {
+		msg += ": " + last
+	}
+	return notReadyError(msg, c.clock.Since(c.started))
+}
+
+// notReadyError is 429 with Retry-After e^(0.06 * seconds down), within
+// 1..30 s: a client retries soon after a short outage, and rarely during a
+// long one.
+func notReadyError(msg string, downtime time.Duration) error {
+	retryAfter := int(min(30, max(1, math.Exp(0.06*downtime.Seconds()))))
+	return apierrors.NewTooManyRequests(msg, retryAfter)
+}
+
+// delegateListWhileNotReady: the one LIST a not-ready Cacher still sends
+// to etcd rather than refusing: no selector and a limit, a page etcd
+// serves cheaply (upstream: shouldDelegateListOnNotReadyCache).
+func delegateListWhileNotReady(opts storage.ListOptions) bool {
+	p := opts.Predicate
+	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
 }
 
 // terminateAllWatchers ends every watcher's stream cleanly.
@@ -278,7 +317,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 		// (kube-apiserver does: lab 03's bad-requests exercise).
 		return nil, err
 	}
-	if err := c.waitReady(ctx); err != nil {
+	if err := c.checkReady(); err != nil {
 		return nil, err
 	}
 	pred := opts.Predicate
@@ -293,31 +332,38 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	watcher := newCacheWatcher(chanSize, filterFor(preparedKey, opts.Recursive, pred), c.versioner, c.newFunc,
 		deadline, pred.AllowWatchBookmarks)
 
-	// Which RV the initial events start from. A streaming list with RV ""
-	// must reflect etcd's current state: wait until the cache has it.
-	sinceRV := requestedRV
-	if sendInitialEvents {
-		sinceRV = 0
-		if opts.ResourceVersion == "" {
-			currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := c.watchCache.waitUntilFreshAndRLock(ctx, currentRV, c.requestProgress(ctx)); err != nil {
-				return newErrWatcher(statusFor(err)), nil
-			}
-			c.watchCache.mu.RUnlock()
+	// requiredRV is the RV the watch starts from (upstream:
+	// getWatchCacheResourceVersion). RV "" with sendInitialEvents set, true
+	// or false, means "from etcd's current revision"; RV "" without it is
+	// the legacy watch, 0.
+	requiredRV := requestedRV
+	if opts.ResourceVersion == "" && opts.SendInitialEvents != nil {
+		currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
+		if err != nil {
+			return newErrWatcher(statusFor(err)), nil
 		}
+		requiredRV = currentRV
+	}
+	// A streaming list must reflect at least requiredRV: wait until the
+	// cache has it (asking etcd for progress meanwhile). Without initial
+	// events there is nothing to wait for: the watcher simply skips live
+	// events up to requiredRV.
+	if sendInitialEvents && requiredRV > 0 {
+		if err := c.watchCache.waitUntilFreshAndRLock(ctx, requiredRV, c.progress); err != nil {
+			return newErrWatcher(statusFor(err)), nil
+		}
+		c.watchCache.mu.RUnlock()
 	}
 
 	c.watchCache.mu.RLock()
 	defer c.watchCache.mu.RUnlock()
-	initEvents, err := c.watchCache.getAllEventsSinceLocked(sinceRV)
+	initEvents, err := c.watchCache.getAllEventsSinceLocked(requiredRV, opts.SendInitialEvents)
 	if err != nil {
 		return newErrWatcher(statusFor(err)), nil
 	}
-	// Live events must be newer than everything the initial events cover.
-	startRV := max(requestedRV, c.watchCache.resourceVersion)
+	// Live events must be newer than everything the initial events cover:
+	// they bring the watcher to the cache's RV.
+	startRV := max(requiredRV, c.watchCache.resourceVersion)
 	if sendInitialEvents && pred.AllowWatchBookmarks {
 		watcher.initialEventsEndRV = c.watchCache.resourceVersion
 	}
@@ -402,8 +448,9 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, o
 	if err != nil {
 		return err
 	}
-	if err := c.waitReady(ctx); err != nil {
-		return err
+	if !c.Ready() {
+		// Not ready: etcd answers, rather than a 429.
+		return c.storage.Get(ctx, key, opts, objPtr)
 	}
 	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, nil); err != nil {
 		return err
@@ -444,6 +491,13 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 		c.metrics.listsFromStorage.Add(1)
 		return c.storage.GetList(ctx, key, opts, listObj)
 	}
+	if !c.Ready() && delegateListWhileNotReady(opts) {
+		c.metrics.listsFromStorage.Add(1)
+		return c.storage.GetList(ctx, key, opts, listObj)
+	}
+	if err := c.checkReady(); err != nil {
+		return err
+	}
 	if opts.ResourceVersion == "" {
 		return c.consistentList(ctx, key, opts, listObj)
 	}
@@ -456,12 +510,9 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 
 // listFromCache waits until the cache is at least at rv and lists from it,
 // whole (a list with a limit only comes here with RV "0").
-func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, onWait func(), listObj runtime.Object) error {
+func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, progress *progressRequester, listObj runtime.Object) error {
 	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
 	if err != nil {
-		return err
-	}
-	if err := c.waitReady(ctx); err != nil {
 		return err
 	}
 	listPtr, err := meta.GetItemsPtr(listObj)
@@ -472,7 +523,7 @@ func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.Lis
 	if err != nil || listVal.Kind() != reflect.Slice {
 		return fmt.Errorf("need a pointer to slice, got %T", listPtr)
 	}
-	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, onWait); err != nil {
+	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, progress); err != nil {
 		return err
 	}
 	filter := filterFor(preparedKey, opts.Recursive, opts.Predicate)

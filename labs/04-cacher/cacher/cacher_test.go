@@ -243,11 +243,12 @@ func TestConsistentListFallsBackToEtcdAfterTheBound(t *testing.T) {
 		if i > 100 {
 			t.Fatal("the list never fell back")
 		}
-		// The waiting list sleeps on a 100 ms timer of the fake clock (the
-		// clock's other waiter is the dispatcher's bookmark ticker). Once
-		// it does, move time: it wakes, asks etcd for progress again (and
-		// gets none from this storage), and after 3 s gives up.
-		waitFor(t, "the list waiting on its timer", func() bool { return clk.Waiters() == 2 || len(done) > 0 })
+		// The waiting list sleeps on its 3 s timer of the fake clock, the
+		// Cacher's progress requester on its 100 ms one (the clock's third
+		// waiter is the dispatcher's bookmark ticker). Once they do, move
+		// time: the requester asks etcd for progress again (and gets none
+		// from this storage), and after 3 s the list gives up.
+		waitFor(t, "the list and the requester on their timers", func() bool { return clk.Waiters() == 3 || len(done) > 0 })
 		if len(done) == 0 {
 			clk.Step(100 * time.Millisecond)
 		}

@@ -29,22 +29,17 @@ package cacher
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 )
-
-// progressRequestPeriod: how often a waiting reader asks etcd for progress
-// (upstream: the same 100 ms in progress/watch_progress.go).
-const progressRequestPeriod = 100 * time.Millisecond
 
 func (c *Cacher) consistentList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
 	if err != nil {
 		return err
 	}
-	err = c.listFromCache(ctx, key, opts, currentRV, c.requestProgress(ctx), listObj)
+	err = c.listFromCache(ctx, key, opts, currentRV, c.progress, listObj)
 	if storage.IsTooLargeResourceVersion(err) {
 		c.metrics.consistentReadsFallback.Add(1)
 		c.metrics.listsFromStorage.Add(1)
@@ -54,14 +49,4 @@ func (c *Cacher) consistentList(ctx context.Context, key string, opts storage.Li
 		c.metrics.consistentReadsFromCache.Add(1)
 	}
 	return err
-}
-
-// requestProgress returns the onWait hook of waitUntilFreshAndRLock: one
-// progress request to etcd per call. Errors are ignored: the wait then just
-// times out and the read falls back to etcd.
-func (c *Cacher) requestProgress(ctx context.Context) func() {
-	return func() {
-		c.metrics.progressRequests.Add(1)
-		_ = c.storage.RequestWatchProgress(ctx)
-	}
 }

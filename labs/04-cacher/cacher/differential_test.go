@@ -28,7 +28,8 @@ import (
 // k8s.io/apiserver@v0.36.4's, side by side on the same etcd keys: the
 // streams must be identical. This is what makes the claims of this package
 // about upstream's behaviour checkable: selector changes as DELETED, the
-// trigger index, the 410 wording, the streaming list's bookmark.
+// trigger index, the 410 wording, the streaming list's bookmark, and the
+// three states of sendInitialEvents (unset, true, false).
 func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	// Upstream's waitUntilFreshAndBlock starts a goroutine that wakes its
@@ -201,6 +202,67 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	if streams["lab"] != streams["upstream"] || streams["lab"] != streams["lab/upstream-etcd3"] || !strings.Contains(streams["lab"], "BOOKMARK initial-events-end") {
 		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s", streams["lab"], streams["upstream"], streams["lab/upstream-etcd3"])
 	}
+
+	// sendInitialEvents has three states. Unset with RV "" or "0": the
+	// current objects as ADDED, then changes (the legacy watch). false
+	// with RV "0": no initial events, changes after the cache's RV. false
+	// with RV "": no initial events, changes after etcd's current
+	// revision. Each watch is opened on every implementation, then one
+	// write is made: the streams up to that write must be the same.
+	no := false
+	for _, mode := range []struct {
+		name              string
+		rv                string
+		sendInitialEvents *bool
+		legacy            bool
+	}{
+		{"unset, RV 0", "0", nil, true},
+		{"unset, RV \"\"", "", nil, true},
+		{"false, RV 0", "0", &no, false},
+		{"false, RV \"\"", "", &no, false},
+	} {
+		watches := map[string]watch.Interface{}
+		for name, impl := range impls {
+			w, err := impl.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: mode.rv, Recursive: true, Predicate: everything(),
+				SendInitialEvents: mode.sendInitialEvents, ResourceVersionMatch: resourceVersionMatchFor(mode.sendInitialEvents)})
+			if err != nil {
+				t.Fatalf("%s: %s: %v", mode.name, name, err)
+			}
+			watches[name] = w
+		}
+		p := e.update(t, "ns-0", "seed", func(p *v1.Pod) { p.Annotations = map[string]string{"mode": mode.name} })
+		want := fmt.Sprintf("MODIFIED seed %s", p.ResourceVersion)
+		got := map[string]string{}
+		for name, w := range watches {
+			var evs []string
+			for {
+				ev := next(t, w)
+				evs = append(evs, describeAny(ev))
+				if evs[len(evs)-1] == want {
+					break
+				}
+			}
+			w.Stop()
+			got[name] = strings.Join(evs, "\n")
+		}
+		if got["lab"] != got["upstream"] || got["lab"] != got["lab/upstream-etcd3"] {
+			t.Errorf("%s:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s", mode.name, got["lab"], got["upstream"], got["lab/upstream-etcd3"])
+		}
+		// The legacy watch starts with the state; the others with the write.
+		if initial := strings.Count(got["upstream"], "\n"); mode.legacy != (initial > 0) {
+			t.Errorf("%s: %d events before the write, want them only for the legacy watch:\n%s", mode.name, initial, got["upstream"])
+		}
+		t.Logf("sendInitialEvents %s: %d identical events", mode.name, strings.Count(got["lab"], "\n")+1)
+	}
+}
+
+// resourceVersionMatchFor: API validation requires NotOlderThan with
+// sendInitialEvents, and no match without it.
+func resourceVersionMatchFor(sendInitialEvents *bool) metav1.ResourceVersionMatch {
+	if sendInitialEvents == nil {
+		return ""
+	}
+	return metav1.ResourceVersionMatchNotOlderThan
 }
 
 func sameEvents(a, b *received) bool {

@@ -56,8 +56,9 @@ func (c *Cacher) runReflector(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.metrics.reflectorErrors.Add(1)
+		// The error first: whoever sees the count can read it.
 		c.metrics.lastReflectorError.Store(err.Error())
+		c.metrics.reflectorErrors.Add(1)
 		timer := c.clock.NewTimer(relistBackoff)
 		select {
 		case <-timer.C():

@@ -332,12 +332,25 @@ func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
 }
 
 // getAllEventsSinceLocked returns what a watch from rv must receive before
-// live events: for rv 0, the current objects as ADDED; else the ring's
-// events after rv, or 410 Expired if the ring no longer reaches back to rv.
+// live events. sendInitialEvents is the request's option, which has three
+// states:
+//   - true (a streaming list): the current objects as ADDED, whatever rv;
+//   - unset, and rv 0: the same (the legacy watch from "any" RV, which
+//     also returns the state);
+//   - false, and rv 0: nothing: the watch starts at the cache's RV;
+//   - otherwise: the ring's events after rv, or 410 Expired if the ring no
+//     longer reaches back to rv.
+//
 // Caller holds mu (read).
-func (w *watchCache) getAllEventsSinceLocked(rv uint64) ([]*watchCacheEvent, error) {
-	if rv == 0 {
+func (w *watchCache) getAllEventsSinceLocked(rv uint64, sendInitialEvents *bool) ([]*watchCacheEvent, error) {
+	if sendInitialEvents != nil && *sendInitialEvents {
 		return w.storeAsAddedLocked(), nil
+	}
+	if rv == 0 {
+		if sendInitialEvents == nil {
+			return w.storeAsAddedLocked(), nil
+		}
+		rv = w.resourceVersion
 	}
 	var oldest uint64
 	switch {
@@ -392,13 +405,20 @@ func (w *watchCache) listLocked() []*storeElement {
 
 // waitUntilFreshAndRLock waits until the cache is current to at least rv,
 // at most blockTimeout, then returns holding mu for reading (the caller
-// must RUnlock). While it waits, it calls onWait every progressPeriod;
-// consistent reads use that to ask etcd for a progress notification, so an
-// idle resource still learns etcd's revision. On timeout it returns the
-// "too large resource version" error (504 with Retry-After), upstream's
-// signal to fall back to etcd.
-func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, onWait func()) error {
+// must RUnlock). If progress is not nil, the reader counts itself among
+// its waiters while it waits: consistent reads do, so that the Cacher's
+// one progress requester (progress.go) asks etcd for a progress
+// notification and an idle resource still learns etcd's revision. On
+// timeout it returns the "too large resource version" error (504 with
+// Retry-After), upstream's signal to fall back to etcd.
+func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, progress *progressRequester) error {
 	start := w.clock.Now()
+	registered := false
+	defer func() {
+		if registered {
+			progress.remove()
+		}
+	}()
 	for {
 		w.mu.RLock()
 		if w.resourceVersion >= rv {
@@ -410,12 +430,11 @@ func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, onWa
 		if waited >= blockTimeout {
 			return storage.NewTooLargeResourceVersionError(rv, current, 1)
 		}
-		wait := blockTimeout - waited
-		if onWait != nil {
-			onWait()
-			wait = min(wait, progressRequestPeriod)
+		if progress != nil && !registered {
+			progress.add()
+			registered = true
 		}
-		timer := w.clock.NewTimer(wait)
+		timer := w.clock.NewTimer(blockTimeout - waited)
 		select {
 		case <-fresher:
 		case <-timer.C():

@@ -102,7 +102,7 @@ func TestRingShrinksWhenANewestQuarterIsOlderThanTheWindow(t *testing.T) {
 	addPod(t, w2, 2)
 	clk2.Step(time.Hour)
 	addPod(t, w2, 3)
-	if events, err := w2.getAllEventsSinceLocked(1); err != nil || len(events) != 2 {
+	if events, err := w2.getAllEventsSinceLocked(1, nil); err != nil || len(events) != 2 {
 		t.Errorf("after an hour: %d events, %v; want both kept", len(events), err)
 	}
 }
@@ -122,14 +122,14 @@ func TestTooOldResourceVersionIs410(t *testing.T) {
 		t.Fatalf("capacity %d, want 100", w.capacity)
 	}
 	oldest := w.cache[w.startIndex%w.capacity].ResourceVersion
-	if _, err := w.getAllEventsSinceLocked(oldest - 1); err != nil {
+	if _, err := w.getAllEventsSinceLocked(oldest-1, nil); err != nil {
 		t.Errorf("watch from %d (just before the oldest event): %v", oldest-1, err)
 	}
-	_, err := w.getAllEventsSinceLocked(oldest - 2)
+	_, err := w.getAllEventsSinceLocked(oldest-2, nil)
 	if !apierrors.IsResourceExpired(err) || err.Error() != fmt.Sprintf("too old resource version: %d (%d)", oldest-2, oldest-1) {
 		t.Errorf("watch from %d: %v, want 410 too old resource version", oldest-2, err)
 	}
-	events, _ := w.getAllEventsSinceLocked(uint64(rv - 3))
+	events, _ := w.getAllEventsSinceLocked(uint64(rv-3), nil)
 	if len(events) != 3 || events[0].ResourceVersion != uint64(rv-2) {
 		t.Errorf("events since %d: %d, first %d", rv-3, len(events), events[0].ResourceVersion)
 	}
