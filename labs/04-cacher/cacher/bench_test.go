@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	upstreamcacher "k8s.io/apiserver/pkg/storage/cacher"
@@ -75,6 +76,12 @@ func benchmarkFanout(b *testing.B, impl string, numWatchers int) {
 			b.Fatal(err)
 		}
 		defer c.Stop()
+		// A Cacher that is not ready answers 429 (checkReady): wait for
+		// its first list, as newUpstreamCacher waits for upstream's.
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return c.Ready(), nil }); err != nil {
+			b.Fatal("lab cacher not ready: ", err)
+		}
 		target = c
 	case "upstream":
 		c, stop := newUpstreamCacher(b, prefix, false)

@@ -89,7 +89,8 @@ type Config struct {
 	NewFunc     func() runtime.Object
 	NewListFunc func() runtime.Object
 	// EventsHistoryWindow is the least history the ring keeps; it must not
-	// be below DefaultEventFreshDuration (the default).
+	// be below DefaultEventFreshDuration (the default). A longer window
+	// raises the ring's cap (capacityUpperBound in watch_cache.go).
 	EventsHistoryWindow time.Duration
 	// Clock drives the time budget, bookmarks, ring sizing and waits.
 	// Default: the real clock. Tests pass a fake one.

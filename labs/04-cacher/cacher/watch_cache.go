@@ -111,8 +111,10 @@ type watchCache struct {
 	// initialized is closed by the first Replace.
 	initialized chan struct{}
 
-	// eventFreshDuration is the history the ring keeps at least.
+	// eventFreshDuration is the history the ring keeps at least, and
+	// upperBound the most events it may hold (capacityUpperBound).
 	eventFreshDuration time.Duration
+	upperBound         int
 	clock              clock.Clock
 	keyFunc            func(runtime.Object) (string, error)
 	getAttrsFunc       func(runtime.Object) (labels.Set, fields.Set, error)
@@ -137,6 +139,7 @@ func newWatchCache(keyFunc func(runtime.Object) (string, error),
 		freshness:          make(chan struct{}),
 		initialized:        make(chan struct{}),
 		eventFreshDuration: eventFreshDuration,
+		upperBound:         capacityUpperBound(eventFreshDuration),
 		clock:              clk,
 		keyFunc:            keyFunc,
 		getAttrsFunc:       getAttrsFunc,
@@ -210,6 +213,21 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 	w.freshness = make(chan struct{})
 }
 
+// capacityUpperBound is the ring's cap for a history window: 102,400
+// events for the default window, and for a longer one the same cap times
+// window/default rounded up to a power of two (the ring only doubles), so
+// that a busy resource still keeps the whole window (upstream: the
+// function of the same name in watch_cache.go, which also caps the result
+// to fit in 32 bits; ours cannot get there, windows above 2^14 times the
+// default being absurd).
+func capacityUpperBound(window time.Duration) int {
+	if window <= DefaultEventFreshDuration {
+		return upperBoundCapacity
+	}
+	exponent := int(math.Ceil(math.Log2(window.Seconds() / DefaultEventFreshDuration.Seconds())))
+	return upperBoundCapacity << min(exponent, 14)
+}
+
 // updateCacheLocked appends to the ring, first resizing it, then dropping
 // the oldest event if it is full.
 func (w *watchCache) updateCacheLocked(ev *watchCacheEvent) {
@@ -239,7 +257,7 @@ func (w *watchCache) resizeCacheLocked(now time.Time) {
 	}
 	oldest := w.cache[w.startIndex%w.capacity]
 	if now.Sub(oldest.RecordTime) < w.eventFreshDuration {
-		if c := min(w.capacity*2, upperBoundCapacity); c > w.capacity {
+		if c := min(w.capacity*2, w.upperBound); c > w.capacity {
 			w.doCacheResizeLocked(c)
 		}
 		return

@@ -177,3 +177,37 @@ func TestTimeBudget(t *testing.T) {
 		t.Errorf("returning 1s: %v, want the 100ms cap", got)
 	}
 }
+
+// A longer history window raises the ring's cap as upstream's
+// capacityUpperBound does: window/75 s rounded up to a power of two.
+func TestLongerWindowRaisesTheCap(t *testing.T) {
+	for _, c := range []struct {
+		window time.Duration
+		want   int
+	}{
+		{DefaultEventFreshDuration, 102400},
+		{DefaultEventFreshDuration + time.Second, 204800},
+		{2 * DefaultEventFreshDuration, 204800},
+		{75 * time.Minute, 102400 * 64}, // 60 times the window: 2^6
+	} {
+		if got := capacityUpperBound(c.window); got != c.want {
+			t.Errorf("capacityUpperBound(%v) = %d, want %d", c.window, got, c.want)
+		}
+	}
+	// And the ring grows past 102,400 under a longer window.
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newWatchCache(podKey, labtest.ObjectAttrs, storage.APIObjectVersioner{}, clk, 2*DefaultEventFreshDuration,
+		func(*watchCacheEvent) {})
+	if err := w.Replace(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	for rv := 2; w.capacity <= upperBoundCapacity; rv++ {
+		if rv > 3*upperBoundCapacity {
+			t.Fatalf("capacity %d after %d events in no time: it never grew past %d", w.capacity, rv, upperBoundCapacity)
+		}
+		addPod(t, w, rv)
+	}
+	if w.capacity != 2*upperBoundCapacity {
+		t.Errorf("capacity %d, want %d", w.capacity, 2*upperBoundCapacity)
+	}
+}
