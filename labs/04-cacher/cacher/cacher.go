@@ -4,7 +4,7 @@
 // lesson that walks through it is labs/04-cacher/README.md.
 //
 // Upstream twin: the `Cacher` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:263-347 and its
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:263-344 and its
 // `NewCacherFromConfig` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:349-484;
 // Config, Watch, Get, GetList, Stop), and the `CacheDelegator` of
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:62-90, which
@@ -81,7 +81,7 @@ const (
 )
 
 // Config configures a Cacher. Its fields follow upstream's `Config`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:81-140); the ones
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:81-124); the ones
 // this lab does not need are absent.
 type Config struct {
 	// Storage is the storage the Cacher lists and watches, and to which it
