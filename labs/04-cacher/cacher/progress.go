@@ -3,8 +3,12 @@ package cacher
 // One progress requester per Cacher, shared by every reader that waits for
 // the cache to catch up with etcd.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go,
-// type ConditionalProgressRequester (Run, Add, Remove).
+// Upstream twin: the `ConditionalProgressRequester` type
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:55-66)
+// and its Run, Add and Remove
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:68-129),
+// one per Cacher, made in `NewCacherFromConfig`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:349-440).
 //
 // A consistent read (a LIST with RV "", a streaming list) needs the cache
 // to reach etcd's current revision. On a busy resource events carry it
@@ -17,10 +21,12 @@ package cacher
 // however many wait: 100 concurrent consistent LISTs cost etcd 10 requests
 // a second, not 1,000 (TestOneProgressRequesterForAllWaitingReaders).
 //
-// One difference: upstream's timer runs from Run, so the first waiter after
-// a quiet spell gets a request at once, and then one every 100 ms; ours
-// does the same with the last request's time. Upstream waits on a
-// sync.Cond; we wake the loop through a channel.
+// One difference: upstream's timer is made when `Run` starts and re-armed
+// after each request
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:68-108),
+// so the first waiter after a quiet spell gets a request at once, and then
+// one every 100 ms; ours does the same from the last request's time.
+// Upstream's loop waits for a waiter on a sync.Cond; ours on a channel.
 
 import (
 	"context"
@@ -31,8 +37,8 @@ import (
 )
 
 // progressRequestPeriod: how often the requester asks etcd for progress
-// while some reader waits (upstream: the same 100 ms in
-// progress/watch_progress.go).
+// while some reader waits (upstream: the same `progressRequestPeriod`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:36).
 const progressRequestPeriod = 100 * time.Millisecond
 
 type progressRequester struct {

@@ -200,7 +200,9 @@ func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, 
 }
 
 // codec stores core/v1 objects in etcd as JSON with apiVersion and kind
-// (kube-apiserver stores protobuf; JSON lets `etcdctl get` show them).
+// (kube-apiserver stores protobuf, its `DefaultStorageMediaType`,
+// k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/options/options.go:138;
+// JSON lets `etcdctl get` show them).
 func codec() runtime.Codec {
 	s := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
 	return runtime.NewCodec(scheme.Codecs.EncoderForVersion(s, v1.SchemeGroupVersion), scheme.Codecs.UniversalDeserializer())
