@@ -357,8 +357,9 @@ func TestBadInput(t *testing.T) {
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	_, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: "abc", Recursive: true, Predicate: everything()})
-	// Upstream's Cacher.Watch returns the versioner's error as is (not a
-	// StatusError): kube-apiserver answers 500 with no reason.
+	// Upstream's Cacher.Watch returns the error of `ParseResourceVersion`
+	// as is (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:518-521),
+	// not a StatusError: kube-apiserver answers 500 with no reason.
 	if err == nil || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown || !strings.Contains(err.Error(), `Invalid value: "abc"`) {
 		t.Errorf("RV abc: %v, want the versioner's error as is", err)
 	}
@@ -385,7 +386,8 @@ func TestListRouting(t *testing.T) {
 	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 3 })
 	limited := everything()
 	limited.Limit = 2
-	// RV "0" with a limit: from memory, whole, as upstream (computeListLimit).
+	// RV "0" with a limit: from memory, whole, as upstream's
+	// `computeListLimit` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740).
 	list := &v1.PodList{}
 	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: limited}, list); err != nil {
 		t.Fatal(err)

@@ -33,8 +33,10 @@ import (
 func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	// Upstream's waitUntilFreshAndBlock starts a goroutine that wakes its
-	// waiters after blockTimeout (3 s) and lives that long even when the
-	// wait ended at once (watch_cache.go): not a leak of ours.
+	// waiters after `blockTimeout` (3 s) and lives that long even when the
+	// wait ended at once
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:463-475):
+	// not a leak of ours.
 	checkLeaks(t, goleak.IgnoreTopFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshAndBlock.func2"))
 	// Move etcd's revision past 1 first, so that RV 1 is older than what
 	// both caches list at (see the too-old check below).
@@ -48,7 +50,9 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	defer stop()
 	ctx := context.Background()
 	// Upstream serves streaming lists only once it knows etcd supports
-	// progress requests (storage/feature, checked per client).
+	// progress requests, asking `DefaultFeatureSupportChecker`
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:579-581),
+	// which checks per client.
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, etcdServer.Client, storage.RequestWatchProgress)
 	waitFor(t, "etcd feature check", func() bool {
 		return etcdfeature.DefaultFeatureSupportChecker.Supports(storage.RequestWatchProgress)
@@ -71,7 +75,8 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		pred storage.SelectionPredicate
 	}
 	nodePred := labtest.Predicate(nil, fields.OneTermEqualSelector("spec.nodeName", "node-1"))
-	// Upstream uses the trigger only when the registry names the field.
+	// Upstream uses the trigger only when the registry names the field in
+	// `IndexFields` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568).
 	nodePred.IndexFields = []string{"spec.nodeName"}
 	specs := []spec{
 		{e.prefix, everything()},
@@ -274,7 +279,8 @@ func sameEvents(a, b *received) bool {
 }
 
 // describeAny is "TYPE name rv" for any object with metadata (upstream
-// wraps objects in cachingObject), "ERROR code reason message" for a
+// wraps objects with `setCachingObjects`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976), "ERROR code reason message" for a
 // Status, and marks the initial-events-end bookmark.
 func describeAny(ev watch.Event) string {
 	if s, ok := ev.Object.(*metav1.Status); ok {
