@@ -39,8 +39,9 @@ package cacher
 //     k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:355-387). Its
 //     `storageWatchListPageSize` of 10,000
 //     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:447) pages only
-//     the LIST it falls back to. We list, unpaged, to keep list-then-watch
-//     visible.
+//     the LIST it falls back to (TestUpstreamCacherLoadsByWatchList shows
+//     upstream's Cacher loading without a LIST). We list, unpaged, to keep
+//     list-then-watch visible.
 //   - It does not relist on every error. The Cacher sets
 //     `MaxInternalErrorRetryDuration` to 30 s so that etcd losing its leader
 //     does not end every watcher
