@@ -53,7 +53,8 @@ package cacher
 //     (`isWatchErrorRetriable`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:607-614),
 //     all without returning from ListAndWatch. We relist after any error,
 //     1 s of the injected clock later (the same cadence as upstream's
-//     restarts): simpler, and costlier when etcd loses its leader.
+//     restarts): simpler, and costlier when etcd loses its leader
+//     (TestInternalWatchErrorUpstreamKeepsWatchersOursRelists shows both).
 
 import (
 	"context"
