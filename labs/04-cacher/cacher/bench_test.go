@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	upstreamcacher "k8s.io/apiserver/pkg/storage/cacher"
@@ -75,6 +76,12 @@ func benchmarkFanout(b *testing.B, impl string, numWatchers int) {
 			b.Fatal(err)
 		}
 		defer c.Stop()
+		// A Cacher that is not ready answers 429 (checkReady): wait for
+		// its first list, as newUpstreamCacher waits for upstream's.
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return c.Ready(), nil }); err != nil {
+			b.Fatal("lab cacher not ready: ", err)
+		}
 		target = c
 	case "upstream":
 		c, stop := newUpstreamCacher(b, prefix, false)
@@ -244,8 +251,10 @@ func benchPodConfig(s storage.Interface, prefix string) Config {
 	return cfg
 }
 
-// noCompactor satisfies upstream etcd3.Compactor: the benchmark runs no
-// compaction, and the store only asks for the last compacted revision.
+// noCompactor satisfies upstream's `Compactor`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:77-80): the
+// benchmark runs no compaction, and the store only asks for the last
+// compacted revision.
 type noCompactor struct{}
 
 func (noCompactor) CompactRevision() int64 { return 0 }
@@ -290,7 +299,8 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 }
 
 // newUpstreamStore is k8s.io/apiserver@v0.36.4's etcd3 store for pods under
-// prefix, with its own etcd client (as storagebackend/factory makes one).
+// prefix, with its own etcd client, as `newETCD3Storage` makes one per
+// resource (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:429-435).
 func newUpstreamStore(b testing.TB, prefix string) (storage.Interface, func()) {
 	b.Helper()
 	kubeClient, err := etcdkube.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, DialTimeout: 10 * time.Second})

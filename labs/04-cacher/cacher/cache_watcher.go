@@ -2,9 +2,10 @@ package cacher
 
 // cacheWatcher: one client's watch, fed by the dispatcher.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go,
-// type cacheWatcher (nonblockingAdd, add, nextBookmarkTime,
-// convertToWatchEvent, sendWatchCacheEvent, processInterval, process).
+// Upstream twin: the `cacheWatcher` type of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:53-88
+// (nonblockingAdd, add, nextBookmarkTime, convertToWatchEvent,
+// sendWatchCacheEvent, processInterval, process).
 //
 // Two channels and a goroutine: the dispatcher puts *watchCacheEvent on
 // input (a small buffer, sized by suggestedWatchChannelSize); the
@@ -16,11 +17,17 @@ package cacher
 // The objects a watcher delivers are shared with every other watcher (live
 // events carry a cachingObject, initial events the cache's own object):
 // consumers must not modify them. The watcher copies an object only when it
-// changes it: the DELETED made from a selector change.
+// changes it: the DELETED made from a selector change. That is stricter than
+// upstream, which gives each watcher its own copy of an initial event's
+// object with `getMutableObject`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:346-354):
+// our choice, since every consumer in this course only reads.
 //
 // Left out: the graceful drain of a terminated watcher that is owed its
-// initial-events-end bookmark (upstream's cacheWatcherBookmarkReceived
-// state).
+// initial-events-end bookmark (upstream's `cacheWatcherBookmarkReceived`
+// state, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:36-49).
+// Ours sends that bookmark from its own goroutine right after the initial
+// events, so a terminated watcher owes nothing.
 
 import (
 	"context"
@@ -67,8 +74,9 @@ type cacheWatcher struct {
 func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versioner, newFunc func() runtime.Object,
 	deadline time.Time, allowWatchBookmarks bool) *cacheWatcher {
 	return &cacheWatcher{
-		// Both channels hold chanSize events, as upstream: input the
-		// dispatcher's side, result the client's.
+		// Both channels hold chanSize events, as upstream's `newCacheWatcher`
+		// makes them (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:90-103):
+		// input the dispatcher's side, result the client's.
 		input:               make(chan *watchCacheEvent, chanSize),
 		result:              make(chan watch.Event, chanSize),
 		done:                make(chan struct{}),
@@ -206,7 +214,7 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 
 // errWatcher is a watch that is one ERROR event and then closed: the answer
 // to a watch from a resourceVersion the cache no longer has (upstream:
-// errWatcher in cacher.go).
+// `errWatcher`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1370-1398).
 type errWatcher struct{ result chan watch.Event }
 
 func newErrWatcher(status runtime.Object) *errWatcher {
@@ -219,6 +227,6 @@ func newErrWatcher(status runtime.Object) *errWatcher {
 func (w *errWatcher) ResultChan() <-chan watch.Event { return w.result }
 func (w *errWatcher) Stop()                          {}
 
-// bookmarkFrequency: periodic bookmarks about once a minute (upstream
-// defaultBookmarkFrequency).
+// bookmarkFrequency: periodic bookmarks about once a minute (upstream:
+// `defaultBookmarkFrequency`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:77).
 const bookmarkFrequency = time.Minute

@@ -1,30 +1,45 @@
-// Package cacher serves watches and lists of one resource from memory,
-// in front of a storage.Interface over etcd.
+// Package cacher is lab 04's lesson package: it rebuilds kube-apiserver's
+// watch cache, the Cacher that serves the watches and most lists of one
+// resource from memory, in front of a storage.Interface over etcd. The
+// lesson that walks through it is labs/04-cacher/README.md.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go,
-// type Cacher (Config, NewCacherFromConfig, Watch, Get, GetList, Stop), and
-// delegator.go, type CacheDelegator, which upstream puts in front of the
-// Cacher to send writes and some reads to etcd: here the Cacher is its own
-// delegator, so it implements storage.Interface by itself.
+// Upstream twin: the `Cacher` type of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:263-344 and its
+// `NewCacherFromConfig` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:349-484;
+// Config, Watch, Get, GetList, Stop), and the `CacheDelegator` of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:62-90, which
+// upstream puts in front of the Cacher to send writes and some reads to
+// etcd: here the Cacher is its own delegator, so it implements
+// storage.Interface by itself.
 //
 // The files, in the order data flows:
 //
-//	reflector.go      list etcd once, then watch it (one etcd watch per resource)
-//	watch_cache.go    the current objects, a ring of recent events, the current RV
-//	dispatch.go       one goroutine fans each event out to the watchers
-//	time_budget.go    how long dispatch may wait for slow watchers
-//	caching_object.go one encoding of an event, shared by its watchers
-//	cache_watcher.go  one client's watch: input -> filter -> result
-//	consistent_read.go  a LIST with RV "" served from the cache, or from etcd
-//	metrics.go        counters that show what happened
+//	reflector.go         list etcd once, then watch it (one etcd watch per resource)
+//	watch_cache.go       the current objects, a ring of recent events, the current RV
+//	dispatch.go          one goroutine fans each event out to the watchers
+//	trigger.go           which indexed watchers (spec.nodeName=X) an event is offered to
+//	time_budget.go       how long dispatch may wait for slow watchers
+//	time_budget_take.go  taking from and returning to that budget
+//	caching_object.go    one encoding of an event, shared by its watchers
+//	cache_watcher.go     one client's watch: input -> filter -> result
+//	convert.go           what one watcher sees of an event: ADDED, MODIFIED or DELETED
+//	consistent_read.go   a LIST with RV "" served from the cache, or from etcd
+//	progress.go          one progress requester for every reader waiting on the cache
+//	metrics.go           counters that show what happened
+//
+// trigger.go, time_budget_take.go and convert.go are the solutions of the
+// lab's exercises; the *_exercise.go stubs replace them under -tags
+// exercise.
 //
 // What upstream does that this package leaves out is listed in each file.
 // Across all of them: no feature gates (consistent lists are always served
-// from the cache, as with ConsistentListFromCache, GA and locked on since
-// 1.34; sendInitialEvents is always accepted), no tracing, no Prometheus
-// registration (Metrics returns the numbers; the miniapiserver will export
-// them), no snapshots for exact-RV and paginated lists (those go to etcd;
-// upstream's ListFromCacheSnapshot, beta and on by default since 1.34,
+// from the cache, as with `ConsistentListFromCache`, GA and locked on since
+// 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398;
+// sendInitialEvents is always accepted), no tracing, no Prometheus
+// registration (Metrics returns the numbers; the miniapiserver exports them
+// on /metrics), no snapshots for exact-RV and paginated lists (those go to
+// etcd; upstream's `ListFromCacheSnapshot`, beta and on by default since
+// 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:434-437,
 // serves them from memory), and no namespace/name scoping of watchers.
 package cacher
 
@@ -32,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -54,16 +70,19 @@ const (
 	// DefaultEventFreshDuration is the history the event ring keeps at
 	// least: the bookmark frequency (1 min) plus 15 s, so that a client
 	// reconnecting with the RV of its last bookmark usually finds it in the
-	// ring (upstream: the same constant in cacher.go).
+	// ring (upstream: `DefaultEventFreshDuration`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:68-77).
 	DefaultEventFreshDuration = bookmarkFrequency + 15*time.Second
 
 	// incomingBufferSize is the queue between the watchCache and the
-	// dispatcher (upstream: make(chan watchCacheEvent, 100)).
+	// dispatcher (upstream: its `incoming` channel of 100,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:405).
 	incomingBufferSize = 100
 )
 
-// Config configures a Cacher. Its fields follow upstream's cacher.Config;
-// the ones this lab does not need are absent.
+// Config configures a Cacher. Its fields follow upstream's `Config`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:81-124); the ones
+// this lab does not need are absent.
 type Config struct {
 	// Storage is the storage the Cacher lists and watches, and to which it
 	// sends writes. Required.
@@ -88,7 +107,8 @@ type Config struct {
 	NewFunc     func() runtime.Object
 	NewListFunc func() runtime.Object
 	// EventsHistoryWindow is the least history the ring keeps; it must not
-	// be below DefaultEventFreshDuration (the default).
+	// be below DefaultEventFreshDuration (the default). A longer window
+	// raises the ring's cap (capacityUpperBound in watch_cache.go).
 	EventsHistoryWindow time.Duration
 	// Clock drives the time budget, bookmarks, ring sizing and waits.
 	// Default: the real clock. Tests pass a fake one.
@@ -113,6 +133,9 @@ type Cacher struct {
 
 	watchCache *watchCache
 	incoming   chan *watchCacheEvent
+	// progress asks etcd for progress notifications while readers wait
+	// for the cache to catch up: one for the Cacher (progress.go).
+	progress *progressRequester
 
 	// mu guards watchers, watcherIdx, and each watcher's nextBookmark.
 	mu         sync.Mutex
@@ -126,6 +149,9 @@ type Cacher struct {
 
 	metrics metrics
 
+	// started is when the Cacher was made: the downtime a not-ready
+	// answer's Retry-After grows with.
+	started  time.Time
 	stopCh   chan struct{}
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -180,7 +206,8 @@ func NewCacherFromConfig(config Config) (*Cacher, error) {
 			byValue:  map[string]map[int]*cacheWatcher{},
 			bookmark: map[int]*cacheWatcher{},
 		},
-		stopCh: make(chan struct{}),
+		started: config.Clock.Now(),
+		stopCh:  make(chan struct{}),
 	}
 	for name, f := range config.IndexerFuncs {
 		c.triggerName, c.triggerFunc = name, f
@@ -195,10 +222,15 @@ func NewCacherFromConfig(config Config) (*Cacher, error) {
 	// A relist ends every watcher, while the watchCache is write-locked, so
 	// no watcher can straddle two generations of the cache.
 	c.watchCache.onReplace = c.terminateAllWatchers
+	c.progress = newProgressRequester(config.Clock, config.Storage.RequestWatchProgress)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.runReflector(ctx)
+	go func() {
+		defer c.wg.Done()
+		c.progress.run(ctx, func() { c.metrics.progressRequests.Add(1) })
+	}()
 	go c.dispatchEvents(c.clock.NewTicker(bookmarkTick))
 	return c, nil
 }
@@ -224,17 +256,56 @@ func (c *Cacher) Ready() bool {
 	}
 }
 
-// waitReady waits for the first list (upstream: ready.wait; 503 if the
-// request gives up first).
-func (c *Cacher) waitReady(ctx context.Context) error {
+// checkReady is what a request meets while the cache is not ready (its
+// first list not loaded yet, or the Cacher stopped): it does not wait, it
+// fails at once with 429 Too Many Requests and a Retry-After that grows
+// with how long the cache has been down, as upstream's Cacher does since
+// `ResilientWatchCacheInitialization` went GA: its Watch and GetList call
+// `checkAndReadGeneration` or `check` and answer `NewTooManyRequests`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:524-531,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:764-768).
+//
+// One difference, our choice: upstream is also not ready while it relists
+// (`startCaching` sets the error when `ListAndWatch` returns,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498), and
+// counts generations of readiness so that no watch straddles a relist. Ours
+// keeps serving the old cache while it relists; Replace swaps the cache and
+// ends every watcher under the watchCache's write lock, and Watch registers
+// a watcher under its read lock, so none straddles two caches either.
+func (c *Cacher) checkReady() error {
+	select {
+	case <-c.stopCh:
+		return notReadyError("apiserver cacher is stopped", 0)
+	default:
+	}
 	select {
 	case <-c.watchCache.initialized:
 		return nil
-	case <-ctx.Done():
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("the %s cache is not initialized yet", c.groupResource))
-	case <-c.stopCh:
-		return apierrors.NewServiceUnavailable("the cacher is stopped")
+	default:
 	}
+	msg := "storage is (re)initializing"
+	if last, _ := c.metrics.lastReflectorError.Load().(string); last != "" {
+		msg += ": " + last
+	}
+	return notReadyError(msg, c.clock.Since(c.started))
+}
+
+// notReadyError is 429 with Retry-After e^(0.06 * seconds down), within
+// 1..30 s: a client retries soon after a short outage, and rarely during a
+// long one (upstream: `calculateRetryAfterForUnreadyCache`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/util.go:50-56).
+func notReadyError(msg string, downtime time.Duration) error {
+	retryAfter := int(min(30, max(1, math.Exp(0.06*downtime.Seconds()))))
+	return apierrors.NewTooManyRequests(msg, retryAfter)
+}
+
+// delegateListWhileNotReady: the one LIST a not-ready Cacher still sends
+// to etcd rather than refusing: no selector and a limit, a page etcd
+// serves cheaply (upstream: `shouldDelegateListOnNotReadyCache`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:238-244).
+func delegateListWhileNotReady(opts storage.ListOptions) bool {
+	p := opts.Predicate
+	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
 }
 
 // terminateAllWatchers ends every watcher's stream cleanly.
@@ -273,12 +344,15 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	}
 	requestedRV, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
-		// Returned as is, as upstream's Cacher.Watch does: a field error,
-		// not a StatusError, so the API server answers 500 with no reason
-		// (kube-apiserver does: lab 03's bad-requests scenario).
+		// Returned as is, as upstream's Watch returns what
+		// `ParseResourceVersion` gives
+		// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:518-521):
+		// a storage.InvalidError, not a StatusError, so the API server
+		// answers 500 with no reason (kube-apiserver does: lab 03's
+		// bad-requests scenario).
 		return nil, err
 	}
-	if err := c.waitReady(ctx); err != nil {
+	if err := c.checkReady(); err != nil {
 		return nil, err
 	}
 	pred := opts.Predicate
@@ -293,31 +367,39 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	watcher := newCacheWatcher(chanSize, filterFor(preparedKey, opts.Recursive, pred), c.versioner, c.newFunc,
 		deadline, pred.AllowWatchBookmarks)
 
-	// Which RV the initial events start from. A streaming list with RV ""
-	// must reflect etcd's current state: wait until the cache has it.
-	sinceRV := requestedRV
-	if sendInitialEvents {
-		sinceRV = 0
-		if opts.ResourceVersion == "" {
-			currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := c.watchCache.waitUntilFreshAndRLock(ctx, currentRV, c.requestProgress(ctx)); err != nil {
-				return newErrWatcher(statusFor(err)), nil
-			}
-			c.watchCache.mu.RUnlock()
+	// requiredRV is the RV the watch starts from. RV "" with
+	// sendInitialEvents set, true or false, means "from etcd's current
+	// revision"; RV "" without it is the legacy watch, 0 (upstream:
+	// `getWatchCacheResourceVersion`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1305).
+	requiredRV := requestedRV
+	if opts.ResourceVersion == "" && opts.SendInitialEvents != nil {
+		currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
+		if err != nil {
+			return newErrWatcher(statusFor(err)), nil
 		}
+		requiredRV = currentRV
+	}
+	// A streaming list must reflect at least requiredRV: wait until the
+	// cache has it (asking etcd for progress meanwhile). Without initial
+	// events there is nothing to wait for: the watcher simply skips live
+	// events up to requiredRV.
+	if sendInitialEvents && requiredRV > 0 {
+		if err := c.watchCache.waitUntilFreshAndRLock(ctx, requiredRV, c.progress); err != nil {
+			return newErrWatcher(statusFor(err)), nil
+		}
+		c.watchCache.mu.RUnlock()
 	}
 
 	c.watchCache.mu.RLock()
 	defer c.watchCache.mu.RUnlock()
-	initEvents, err := c.watchCache.getAllEventsSinceLocked(sinceRV)
+	initEvents, err := c.watchCache.getAllEventsSinceLocked(requiredRV, opts.SendInitialEvents)
 	if err != nil {
 		return newErrWatcher(statusFor(err)), nil
 	}
-	// Live events must be newer than everything the initial events cover.
-	startRV := max(requestedRV, c.watchCache.resourceVersion)
+	// Live events must be newer than everything the initial events cover:
+	// they bring the watcher to the cache's RV.
+	startRV := max(requiredRV, c.watchCache.resourceVersion)
 	if sendInitialEvents && pred.AllowWatchBookmarks {
 		watcher.initialEventsEndRV = c.watchCache.resourceVersion
 	}
@@ -388,8 +470,11 @@ func statusFor(err error) runtime.Object {
 	return &apierrors.NewInternalError(err).ErrStatus
 }
 
-// Get serves RV "" (the newest) from etcd, as upstream does, and other RVs
-// from the cache once it is at least that fresh.
+// Get serves RV "" (the newest) from etcd, as upstream's `CacheDelegator.Get`
+// does (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:136-147),
+// and other RVs from the cache once it is at least that fresh; while the
+// cache is not ready, from etcd too, as upstream does when `Ready` is false
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:149-156).
 func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
 	if opts.ResourceVersion == "" {
 		return c.storage.Get(ctx, key, opts, objPtr)
@@ -402,8 +487,9 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, o
 	if err != nil {
 		return err
 	}
-	if err := c.waitReady(ctx); err != nil {
-		return err
+	if !c.Ready() {
+		// Not ready: etcd answers, rather than a 429.
+		return c.storage.Get(ctx, key, opts, objPtr)
 	}
 	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, nil); err != nil {
 		return err
@@ -431,10 +517,14 @@ func copyInto(src, dst runtime.Object) error {
 // GetList serves a list from the cache when it can (see consistent_read.go
 // for RV ""), and from etcd when the cache cannot answer it: an exact RV, a
 // continue token, or a limit with any RV but "0". Those need etcd's MVCC
-// history or a paginated answer; upstream serves many of them from B-tree
-// snapshots of the cache (store/store_btree.go), we keep no snapshots.
+// history or a paginated answer. Upstream serves exact RVs and continue
+// pages from B-tree snapshots of the cache, and a limited consistent list
+// from its live B-tree (`waitUntilFreshAndList`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:558-590); we
+// keep no snapshots, and our store is a map with no order to page through.
 // A limit with RV "0" is ignored and the whole list served from memory, as
-// upstream does (computeListLimit in cacher.go).
+// upstream's `computeListLimit` does
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740).
 func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	if _, _, err := storage.ValidateListOptions(c.resourcePrefix, c.versioner, opts); err != nil {
 		return err
@@ -443,6 +533,13 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 		(opts.Predicate.Limit > 0 && opts.ResourceVersion != "0") {
 		c.metrics.listsFromStorage.Add(1)
 		return c.storage.GetList(ctx, key, opts, listObj)
+	}
+	if !c.Ready() && delegateListWhileNotReady(opts) {
+		c.metrics.listsFromStorage.Add(1)
+		return c.storage.GetList(ctx, key, opts, listObj)
+	}
+	if err := c.checkReady(); err != nil {
+		return err
 	}
 	if opts.ResourceVersion == "" {
 		return c.consistentList(ctx, key, opts, listObj)
@@ -456,12 +553,9 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptio
 
 // listFromCache waits until the cache is at least at rv and lists from it,
 // whole (a list with a limit only comes here with RV "0").
-func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, onWait func(), listObj runtime.Object) error {
+func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.ListOptions, rv uint64, progress *progressRequester, listObj runtime.Object) error {
 	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
 	if err != nil {
-		return err
-	}
-	if err := c.waitReady(ctx); err != nil {
 		return err
 	}
 	listPtr, err := meta.GetItemsPtr(listObj)
@@ -472,7 +566,7 @@ func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.Lis
 	if err != nil || listVal.Kind() != reflect.Slice {
 		return fmt.Errorf("need a pointer to slice, got %T", listPtr)
 	}
-	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, onWait); err != nil {
+	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, progress); err != nil {
 		return err
 	}
 	filter := filterFor(preparedKey, opts.Recursive, opts.Predicate)

@@ -250,11 +250,12 @@ func TestConsistentListFallsBackToEtcdAfterTheBound(t *testing.T) {
 		if i > 100 {
 			t.Fatal("the list never fell back")
 		}
-		// The waiting list sleeps on a 100 ms timer of the fake clock (the
-		// clock's other waiter is the dispatcher's bookmark ticker). Once
-		// it does, move time: it wakes, asks etcd for progress again (and
-		// gets none from this storage), and after 3 s gives up.
-		waitFor(t, "the list waiting on its timer", func() bool { return clk.Waiters() == 2 || len(done) > 0 })
+		// The waiting list sleeps on its 3 s timer of the fake clock, the
+		// Cacher's progress requester on its 100 ms one (the clock's third
+		// waiter is the dispatcher's bookmark ticker). Once they do, move
+		// time: the requester asks etcd for progress again (and gets none
+		// from this storage), and after 3 s the list gives up.
+		waitFor(t, "the list and the requester on their timers", func() bool { return clk.Waiters() == 3 || len(done) > 0 })
 		if len(done) == 0 {
 			clk.Step(100 * time.Millisecond)
 		}
@@ -363,8 +364,9 @@ func TestBadInput(t *testing.T) {
 	checkLeaks(t)
 	e := newPodEnv(t, clock.RealClock{})
 	_, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: "abc", Recursive: true, Predicate: everything()})
-	// Upstream's Cacher.Watch returns the versioner's error as is (not a
-	// StatusError): kube-apiserver answers 500 with no reason.
+	// Upstream's Cacher.Watch returns the error of `ParseResourceVersion`
+	// as is (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:518-521),
+	// not a StatusError: kube-apiserver answers 500 with no reason.
 	if err == nil || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown || !strings.Contains(err.Error(), `Invalid value: "abc"`) {
 		t.Errorf("RV abc: %v, want the versioner's error as is", err)
 	}
@@ -391,7 +393,8 @@ func TestListRouting(t *testing.T) {
 	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 3 })
 	limited := everything()
 	limited.Limit = 2
-	// RV "0" with a limit: from memory, whole, as upstream (computeListLimit).
+	// RV "0" with a limit: from memory, whole, as upstream's
+	// `computeListLimit` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740).
 	list := &v1.PodList{}
 	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: limited}, list); err != nil {
 		t.Fatal(err)

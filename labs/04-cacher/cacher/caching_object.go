@@ -2,22 +2,27 @@ package cacher
 
 // cachingObject: encode an event once for all its watchers.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go,
-// type cachingObject, created per dispatched event by setCachingObjects in
-// cacher.go.
+// Upstream twin: the `cachingObject` type of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go:64-84,
+// created per dispatched event by `setCachingObjects`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976).
 //
 // A watch server encodes each event it sends. With 1,000 watchers of one
 // resource, that is 1,000 identical encodings of every event. The dispatcher
 // therefore wraps each event's objects in a cachingObject, which implements
-// runtime.CacheableObject: an encoder that sees one (apimachinery's JSON
-// and protobuf serializers and versioning codec all check) calls
-// CacheEncode, and the first call for a given encoder identifier encodes,
-// the others copy the bytes. Lab 03's watch encoder uses CacheEncode when it
+// runtime.CacheableObject: an encoder that sees one calls CacheEncode, and
+// the first call for a given encoder identifier encodes, the others copy
+// the bytes. apimachinery's JSON serializer checks for a `CacheableObject`
+// (k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/json/json.go:219-222),
+// and so do the protobuf serializer and the versioning codec
+// (`CacheableObject`, k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/protobuf/protobuf.go:194;
+// k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/versioning/versioning.go:211). Lab 03's watch encoder uses CacheEncode when it
 // is available.
 //
 // Left out: upstream's copy-on-write. Its cachingObject implements every
 // metav1.Object setter by copying the object and dropping the cached
-// encodings. Ours is read-only: getters read the shared object, and the only
+// encodings (`conditionalSet`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go:227-246). Ours is read-only: getters read the shared object, and the only
 // change the Cacher itself makes (the resourceVersion of a DELETED made from
 // a selector change) happens on a DeepCopyObject, which is a new
 // cachingObject with its own cache. A consumer that wants to modify the
@@ -101,11 +106,20 @@ func (o *cachingObject) DeepCopyObject() runtime.Object {
 
 // setCachingObjects returns a copy of ev whose delivered object is wrapped,
 // for one dispatch: Object for ADDED, MODIFIED and DELETED (for a deletion,
-// Object is the last state at the deletion's RV, which is what a watcher
-// is sent). PrevObject stays plain: it is sent only in the rare DELETED made
-// from a selector change, which copies it anyway. The ring keeps the plain
-// event, so encodings live only as long as the dispatch (upstream makes the
-// same choice, and the same exception for PrevObject of an update).
+// Object is the last state, which our etcd3 store has stamped with the
+// deletion's RV, and which is what a watcher is sent). PrevObject stays
+// plain: it is sent only in the rare DELETED made from a selector change,
+// which copies it anyway. The ring keeps the plain event, so encodings live
+// only as long as the dispatch.
+//
+// Upstream wraps the same objects for ADDED and MODIFIED, and leaves
+// PrevObject of an update plain for the same reason; for a deletion it
+// wraps PrevObject instead, stamped with the deletion's RV, and never
+// Object (`setCachingObjects`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976), because
+// its `convertToWatchEvent` sends PrevObject for a deletion
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-401).
+// The content is the same; ours sends Object, which spares the stamping.
 func setCachingObjects(ev *watchCacheEvent) *watchCacheEvent {
 	co, err := newCachingObject(ev.Object)
 	if err != nil {

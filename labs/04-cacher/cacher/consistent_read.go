@@ -2,49 +2,56 @@ package cacher
 
 // A consistent LIST (resourceVersion "") from the cache.
 //
-// Upstream twins: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go
-// (CacheDelegator.GetList: serve from the Cacher, fall back to etcd on
-// "too large resource version", count it in ConsistentReadTotal with a
-// fallback label), watch_cache.go (waitUntilFreshAndBlock, 3 s), and
-// progress/watch_progress.go (ConditionalProgressRequester: while someone
-// waits, ask etcd for a progress notification every 100 ms).
+// Upstream twins: `CacheDelegator.GetList`, which serves from the Cacher,
+// falls back to etcd on "too large resource version" and counts it in
+// `ConsistentReadTotal` with a fallback label
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:180-236);
+// `waitAndListConsistent`, which reads etcd's current revision
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-625); and
+// `waitUntilFreshAndBlock`, which waits for the cache at most `blockTimeout`,
+// 3 s (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:449-490).
 //
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
-//  1. ask etcd for its current revision (a cheap count-only read);
+//  1. ask etcd for its current revision. Upstream's etcd3 store does it
+//     with `GetCurrentResourceVersion`, a LIST with `Limit` 1 of the
+//     resource (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:704-712);
+//     ours with a count-only read, which returns no object at all;
 //  2. wait until the cache's resourceVersion reaches it. If the resource
-//     is busy, events carry the cache there. If it is idle, nothing would,
-//     so while waiting we ask etcd for a progress notification, which the
-//     reflector's watch receives as a bookmark and which moves the cache's
-//     resourceVersion (watch_cache.go, UpdateResourceVersion);
+//     is busy, events carry the cache there. If it is idle, nothing would
+//     (etcd sends progress notifications on its own only every 10 minutes,
+//     `progressReportInterval`,
+//     go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/watch.go:87), so
+//     while readers wait, the Cacher's one progress requester (progress.go)
+//     asks etcd for a progress notification, which the reflector's watch
+//     receives as a bookmark and which moves the cache's resourceVersion
+//     (watch_cache.go, UpdateResourceVersion);
 //  3. if 3 s pass first, answer from etcd instead.
 //
 // Which one answered is counted: Metrics().ConsistentReadsFromCache and
-// ConsistentReadsFallback (upstream: the apiserver_watch_cache_consistent_read_total
-// metric with fallback="true"/"false").
+// ConsistentReadsFallback (upstream: `ConsistentReadTotal`,
+// apiserver_watch_cache_consistent_read_total with fallback="true"/"false",
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:174-181).
 //
-// Left out: the feature gate (ConsistentListFromCache, GA and locked on
-// since 1.34 in k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go) and
-// the check that etcd supports progress requests (etcd 3.6 does).
+// Left out: the feature gate (`ConsistentListFromCache`, GA and locked on
+// since 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398)
+// and the check that etcd supports progress requests (`ConsistentReadSupported`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator/interface.go:109-113;
+// etcd 3.6 does).
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 )
-
-// progressRequestPeriod: how often a waiting reader asks etcd for progress
-// (upstream: the same 100 ms in progress/watch_progress.go).
-const progressRequestPeriod = 100 * time.Millisecond
 
 func (c *Cacher) consistentList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
 	if err != nil {
 		return err
 	}
-	err = c.listFromCache(ctx, key, opts, currentRV, c.requestProgress(ctx), listObj)
+	err = c.listFromCache(ctx, key, opts, currentRV, c.progress, listObj)
 	if storage.IsTooLargeResourceVersion(err) {
 		c.metrics.consistentReadsFallback.Add(1)
 		c.metrics.listsFromStorage.Add(1)
@@ -54,14 +61,4 @@ func (c *Cacher) consistentList(ctx context.Context, key string, opts storage.Li
 		c.metrics.consistentReadsFromCache.Add(1)
 	}
 	return err
-}
-
-// requestProgress returns the onWait hook of waitUntilFreshAndRLock: one
-// progress request to etcd per call. Errors are ignored: the wait then just
-// times out and the read falls back to etcd.
-func (c *Cacher) requestProgress(ctx context.Context) func() {
-	return func() {
-		c.metrics.progressRequests.Add(1)
-		_ = c.storage.RequestWatchProgress(ctx)
-	}
 }

@@ -1,7 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go
-// (cacheWatcher.convertToWatchEvent).
+// Upstream: `convertToWatchEvent` of cacheWatcher
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-401),
+// which decides with the same table and returns a *watch.Event (one heap
+// object per delivery; ours returns the event by value).
 //
 // This is the solution of the exercise cache-watcher-convert (README:
 // "Write it yourself"); convert_exercise.go is the stub built with -tags

@@ -28,12 +28,15 @@ import (
 // k8s.io/apiserver@v0.36.4's, side by side on the same etcd keys: the
 // streams must be identical. This is what makes the claims of this package
 // about upstream's behaviour checkable: selector changes as DELETED, the
-// trigger index, the 410 wording, the streaming list's bookmark.
+// trigger index, the 410 wording, the streaming list's bookmark, and the
+// three states of sendInitialEvents (unset, true, false).
 func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	labkit.ChecksExercise(t, "trigger-values", "cache-watcher-convert")
 	// Upstream's waitUntilFreshAndBlock starts a goroutine that wakes its
-	// waiters after blockTimeout (3 s) and lives that long even when the
-	// wait ended at once (watch_cache.go): not a leak of ours.
+	// waiters after `blockTimeout` (3 s) and lives that long even when the
+	// wait ended at once
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:463-475):
+	// not a leak of ours.
 	checkLeaks(t, goleak.IgnoreTopFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshAndBlock.func2"))
 	// Move etcd's revision past 1 first, so that RV 1 is older than what
 	// both caches list at (see the too-old check below).
@@ -47,7 +50,9 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	defer stop()
 	ctx := context.Background()
 	// Upstream serves streaming lists only once it knows etcd supports
-	// progress requests (storage/feature, checked per client).
+	// progress requests, asking `DefaultFeatureSupportChecker`
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:579-581),
+	// which checks per client.
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, etcdServer.Client, storage.RequestWatchProgress)
 	waitFor(t, "etcd feature check", func() bool {
 		return etcdfeature.DefaultFeatureSupportChecker.Supports(storage.RequestWatchProgress)
@@ -70,7 +75,8 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		pred storage.SelectionPredicate
 	}
 	nodePred := labtest.Predicate(nil, fields.OneTermEqualSelector("spec.nodeName", "node-1"))
-	// Upstream uses the trigger only when the registry names the field.
+	// Upstream uses the trigger only when the registry names the field in
+	// `IndexFields` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568).
 	nodePred.IndexFields = []string{"spec.nodeName"}
 	specs := []spec{
 		{e.prefix, everything()},
@@ -201,6 +207,67 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	if streams["lab"] != streams["upstream"] || streams["lab"] != streams["lab/upstream-etcd3"] || !strings.Contains(streams["lab"], "BOOKMARK initial-events-end") {
 		t.Errorf("streaming list:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s\nlab against upstream, %s", streams["lab"], streams["upstream"], streams["lab/upstream-etcd3"], labkit.Diff(streams["upstream"], streams["lab"]))
 	}
+
+	// sendInitialEvents has three states. Unset with RV "" or "0": the
+	// current objects as ADDED, then changes (the legacy watch). false
+	// with RV "0": no initial events, changes after the cache's RV. false
+	// with RV "": no initial events, changes after etcd's current
+	// revision. Each watch is opened on every implementation, then one
+	// write is made: the streams up to that write must be the same.
+	no := false
+	for _, mode := range []struct {
+		name              string
+		rv                string
+		sendInitialEvents *bool
+		legacy            bool
+	}{
+		{"unset, RV 0", "0", nil, true},
+		{"unset, RV \"\"", "", nil, true},
+		{"false, RV 0", "0", &no, false},
+		{"false, RV \"\"", "", &no, false},
+	} {
+		watches := map[string]watch.Interface{}
+		for name, impl := range impls {
+			w, err := impl.Watch(ctx, e.prefix, storage.ListOptions{ResourceVersion: mode.rv, Recursive: true, Predicate: everything(),
+				SendInitialEvents: mode.sendInitialEvents, ResourceVersionMatch: resourceVersionMatchFor(mode.sendInitialEvents)})
+			if err != nil {
+				t.Fatalf("%s: %s: %v", mode.name, name, err)
+			}
+			watches[name] = w
+		}
+		p := e.update(t, "ns-0", "seed", func(p *v1.Pod) { p.Annotations = map[string]string{"mode": mode.name} })
+		want := fmt.Sprintf("MODIFIED seed %s", p.ResourceVersion)
+		got := map[string]string{}
+		for name, w := range watches {
+			var evs []string
+			for {
+				ev := next(t, w)
+				evs = append(evs, describeAny(ev))
+				if evs[len(evs)-1] == want {
+					break
+				}
+			}
+			w.Stop()
+			got[name] = strings.Join(evs, "\n")
+		}
+		if got["lab"] != got["upstream"] || got["lab"] != got["lab/upstream-etcd3"] {
+			t.Errorf("%s:\nlab:\n%s\nupstream:\n%s\nlab over upstream etcd3:\n%s", mode.name, got["lab"], got["upstream"], got["lab/upstream-etcd3"])
+		}
+		// The legacy watch starts with the state; the others with the write.
+		if initial := strings.Count(got["upstream"], "\n"); mode.legacy != (initial > 0) {
+			t.Errorf("%s: %d events before the write, want them only for the legacy watch:\n%s", mode.name, initial, got["upstream"])
+		}
+		t.Logf("sendInitialEvents %s: %d identical events", mode.name, strings.Count(got["lab"], "\n")+1)
+	}
+}
+
+// resourceVersionMatchFor: API validation requires NotOlderThan with
+// sendInitialEvents, and no match without it.
+func resourceVersionMatchFor(sendInitialEvents *bool) metav1.ResourceVersionMatch {
+	if sendInitialEvents == nil {
+		return ""
+	}
+	return metav1.ResourceVersionMatchNotOlderThan
 }
 
 func sameEvents(a, b *received) bool {
@@ -212,7 +279,8 @@ func sameEvents(a, b *received) bool {
 }
 
 // describeAny is "TYPE name rv" for any object with metadata (upstream
-// wraps objects in cachingObject), "ERROR code reason message" for a
+// wraps objects with `setCachingObjects`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976), "ERROR code reason message" for a
 // Status, and marks the initial-events-end bookmark.
 func describeAny(ev watch.Event) string {
 	if s, ok := ev.Object.(*metav1.Status); ok {

@@ -2,10 +2,12 @@ package cacher
 
 // Dispatch: one goroutine fans every event out to the watchers.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go,
-// Cacher.dispatchEvents, dispatchEvent, startDispatching,
-// startDispatchingBookmarkEventsLocked and triggerValuesThreadUnsafe, and
-// the watcherBookmarkTimeBuckets type there.
+// Upstream twin: `dispatchEvents` and `dispatchEvent`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:886-1044),
+// `startDispatching` and `startDispatchingBookmarkEventsLocked`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1047-1135), and
+// the `watcherBookmarkTimeBuckets` type
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:199-250).
 //
 // The loop:
 //   - an event from the watchCache: pick the watchers that may want it
@@ -15,7 +17,9 @@ package cacher
 //     at most the time budget (time_budget.go) for all of them together;
 //     a watcher still full then is terminated;
 //   - a bookmark from the watchCache (a progress notification): remember
-//     its RV, send nothing;
+//     its RV, send nothing (upstream: `dispatchEvents` skips storage
+//     bookmarks, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:886-928,
+//     and counts them in events_dispatched_total, which ours does not);
 //   - a tick of the bookmark timer (about every second): offer a bookmark
 //     at the last RV to every watcher that asked for bookmarks and whose
 //     next bookmark time has come.
@@ -33,7 +37,8 @@ import (
 )
 
 // bookmarkTick is how often the dispatcher looks for due bookmarks
-// (upstream: a timer of 1 s with 25% jitter).
+// (upstream: a `bookmarkTimer` of 1 s with 25% jitter,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:888-930).
 const bookmarkTick = time.Second
 
 // dispatchEvents is the dispatcher goroutine. The bookmark ticker is made by

@@ -2,12 +2,17 @@ package cacher
 
 // Counters that show what the Cacher did.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go
-// (apiserver_terminated_watchers_total, apiserver_watch_cache_events_dispatched_total,
-// watch_cache_capacity, apiserver_watch_cache_consistent_read_total,
-// apiserver_watch_cache_initializations_total, ...). Upstream registers
-// Prometheus metrics; here they are plain counters read with Metrics(), and
-// whoever serves /metrics (the miniapiserver) exports them.
+// Upstream twin: the metrics of the cacher, `EventsCounter`
+// (apiserver_watch_cache_events_dispatched_total), `TerminatedWatchersCounter`
+// (apiserver_terminated_watchers_total), `WatchCacheCapacity`
+// (watch_cache_capacity), `WatchCacheInitializations`
+// (apiserver_watch_cache_initializations_total) and `ConsistentReadTotal`
+// (apiserver_watch_cache_consistent_read_total), among others
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:91-181).
+// Upstream registers Prometheus metrics with `MustRegister`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:218-235);
+// here they are plain counters read with Metrics(), and whoever serves
+// /metrics (the miniapiserver) exports them.
 
 import "sync/atomic"
 
@@ -66,7 +71,10 @@ type Metrics struct {
 	// ProgressRequests counts progress notifications requested from etcd.
 	ProgressRequests int64
 	// LastReflectorError is the error that caused the last relist ("" if
-	// none): upstream logs it; we keep it for whoever shows metrics.
+	// none): upstream logs it from `startCaching`
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-501); we
+	// keep it for whoever shows metrics, and in the message of a not-ready
+	// 429.
 	LastReflectorError string
 }
 

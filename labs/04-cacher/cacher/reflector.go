@@ -3,12 +3,14 @@ package cacher
 // The reflector: list the resource from storage once, then watch it, and
 // feed every change into the watchCache.
 //
-// Upstream twin: the Cacher uses client-go's Reflector
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go, ListAndWatch) with the
-// watchCache as its Store, through the listerWatcher in
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/lister_watcher.go, and
-// restarts it from Cacher.startCaching (cacher.go), which first terminates
-// every watcher.
+// Upstream twin: the Cacher's reflector is client-go's Reflector with the
+// watchCache as its Store, created with `NewNamedReflector` in NewCacherFromConfig
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:441-451), fed by
+// the `listerWatcher` of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/lister_watcher.go:50-58, and
+// restarted by `startCaching`, which first terminates every watcher
+// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498), once a
+// second (`wait.Until`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:474-481).
 //
 // We write our own loop instead, for two reasons: lab 05 is where the
 // Reflector is taught (with its paging, watch-list and backoff policies),
@@ -17,16 +19,42 @@ package cacher
 //   - the etcd watch closed without an error (a broken connection): watch
 //     again from the cache's resourceVersion; nothing is lost, etcd still
 //     has that history;
-//   - the watch failed with 410 Expired (its revision was compacted while
+//   - the watch failed, with 410 Expired (its revision was compacted while
 //     we were not watching) or any other error: relist. The cache no longer
-//     knows what happened in between, so, as upstream, every connected
-//     watcher is ended cleanly first: each one has received every event up
-//     to where its stream ends, and resumes from its last RV (or gets 410
-//     and relists, as a client must).
+//     knows what happened in between, so, as upstream's `startCaching`
+//     does before each ListAndWatch, every connected watcher is ended
+//     cleanly (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498):
+//     each one has received every event up to where its stream ends, and
+//     resumes from its last RV (or gets 410 and relists, as a client must).
 //
-// Left out: paged lists (upstream lists in pages of 10,000,
-// storageWatchListPageSize), and the exponential backoff (we wait 1 s of
-// the injected clock between failed attempts).
+// Where upstream differs, and we chose not to follow:
+//   - It does not load with a LIST. Its reflector uses watch-list when the
+//     `WatchListClient` gate is on, beta and on by default since 1.35
+//     (k8s.io/client-go@v0.36.4/features/known_features.go:141-144;
+//     `useWatchList`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:361-368):
+//     it watches the etcd3 store with `SendInitialEvents`
+//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/lister_watcher.go:108-135),
+//     which reads etcd in pages of 10,000 and ends the initial events with
+//     the initial-events-end bookmark (`startWatching`,
+//     k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:355-387). Its
+//     `storageWatchListPageSize` of 10,000
+//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:447) pages only
+//     the LIST it falls back to (TestUpstreamCacherLoadsByWatchList shows
+//     upstream's Cacher loading without a LIST). We list, unpaged, to keep
+//     list-then-watch visible.
+//   - It does not relist on every error. The Cacher sets
+//     `MaxInternalErrorRetryDuration` to 30 s so that etcd losing its leader
+//     does not end every watcher
+//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:448-451):
+//     client-go re-watches from its last RV after an internal error until
+//     that long has passed (`ShouldRetry`,
+//     k8s.io/client-go@v0.36.4/tools/cache/reflector.go:660-662), and backs
+//     off and re-watches on a 429 or a watch that cannot start
+//     (`isWatchErrorRetriable`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:607-614),
+//     all without returning from ListAndWatch. We relist after any error,
+//     1 s of the injected clock later (the same cadence as upstream's
+//     restarts): simpler, and costlier when etcd loses its leader
+//     (TestInternalWatchErrorUpstreamKeepsWatchersOursRelists shows both).
 
 import (
 	"context"
@@ -44,7 +72,8 @@ import (
 
 // Watchers of the previous generation cannot be continued across a relist:
 // Replace ends their streams (Cacher.terminateAllWatchers, run by the
-// watchCache's onReplace; upstream calls it in startCaching).
+// watchCache's onReplace; upstream's `startCaching` calls it,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498).
 
 // relistBackoff is the wait between failed list-watch attempts.
 const relistBackoff = time.Second
@@ -56,8 +85,9 @@ func (c *Cacher) runReflector(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.metrics.reflectorErrors.Add(1)
+		// The error first: whoever sees the count can read it.
 		c.metrics.lastReflectorError.Store(err.Error())
+		c.metrics.reflectorErrors.Add(1)
 		timer := c.clock.NewTimer(relistBackoff)
 		select {
 		case <-timer.C():

@@ -2,10 +2,11 @@ package cacher
 
 // The watchCache: what the Cacher knows about one resource.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go,
-// type watchCache (processEvent, updateCache, resizeCacheLocked,
-// getAllEventsSinceLocked, Replace, UpdateResourceVersion,
-// waitUntilFreshAndBlock, suggestedWatchChannelSize).
+// Upstream twin: the `watchCache` type of
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:89-164
+// (processEvent, updateCache, resizeCacheLocked, getAllEventsSinceLocked,
+// Replace, UpdateResourceVersion, waitUntilFreshAndBlock,
+// suggestedWatchChannelSize).
 //
 // It holds three things, all guarded by one RWMutex:
 //   - the store: every object of the resource as of resourceVersion, by key;
@@ -15,12 +16,15 @@ package cacher
 //     for you up to revision N".
 //
 // Left out: the indexers of the store (the store here is a plain map,
-// listed in key order on demand; upstream uses a B-tree,
-// store/store_btree.go, and keeps snapshots of it for exact-RV and continue
-// lists), watchCacheInterval (upstream hands a watcher a lazy iterator over
-// the ring; we copy the slice of events it needs, which is simpler and costs
-// one allocation per new watch), and the upper bound that grows with a
-// longer history window (we use the default window only).
+// listed in key order on demand; upstream's is a B-tree, `NewIndexer`
+// with `BtreeWatchCache`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/store/store.go:81-86,
+// and keeps snapshots of it for exact-RV and continue lists), and the
+// `watchCacheInterval` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache_interval.go:60-110):
+// upstream hands a new watcher a lazy iterator over the ring, which
+// copies 100 events at a time and, if the ring wraps past it first, ends
+// the watcher with no ERROR (the client learns the 410 when it watches
+// again). We copy every event the watcher needs when it starts, under mu:
+// simpler, never cut off that way, one allocation per new watch.
 
 import (
 	"context"
@@ -40,18 +44,19 @@ import (
 )
 
 const (
-	// lowerBoundCapacity and upperBoundCapacity bound the ring (upstream
-	// defaultLowerBoundCapacity = 100, defaultUpperBoundCapacity = 100*1024).
+	// lowerBoundCapacity and upperBoundCapacity bound the ring (upstream:
+	// `defaultLowerBoundCapacity` and `defaultUpperBoundCapacity`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:59-64).
 	lowerBoundCapacity = 100
 	upperBoundCapacity = 100 * 1024
 
 	// blockTimeout is how long a read that needs a newer resourceVersion
 	// than the cache has waits for the cache to catch up (upstream: the
-	// same constant, 3 s, in watch_cache.go).
+	// same `blockTimeout`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:53).
 	blockTimeout = 3 * time.Second
 
-	// Watch channel sizes (upstream: minWatchChanSize and the three max*
-	// constants in watch_cache.go).
+	// Watch channel sizes (upstream: `minWatchChanSize` and the three max*
+	// constants, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:819-837).
 	minWatchChanSize                        = 10
 	maxWatchChanSizeWithIndexAndTrigger     = 10
 	maxWatchChanSizeWithIndexWithoutTrigger = 1000
@@ -106,13 +111,16 @@ type watchCache struct {
 	resourceVersion     uint64
 	listResourceVersion uint64
 	// freshness is closed and replaced whenever resourceVersion moves, to
-	// wake readers waiting for a newer one (upstream uses a sync.Cond).
+	// wake readers waiting for a newer one (upstream's `cond` is a sync.Cond,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:94).
 	freshness chan struct{}
 	// initialized is closed by the first Replace.
 	initialized chan struct{}
 
-	// eventFreshDuration is the history the ring keeps at least.
+	// eventFreshDuration is the history the ring keeps at least, and
+	// upperBound the most events it may hold (capacityUpperBound).
 	eventFreshDuration time.Duration
+	upperBound         int
 	clock              clock.Clock
 	keyFunc            func(runtime.Object) (string, error)
 	getAttrsFunc       func(runtime.Object) (labels.Set, fields.Set, error)
@@ -137,6 +145,7 @@ func newWatchCache(keyFunc func(runtime.Object) (string, error),
 		freshness:          make(chan struct{}),
 		initialized:        make(chan struct{}),
 		eventFreshDuration: eventFreshDuration,
+		upperBound:         capacityUpperBound(eventFreshDuration),
 		clock:              clk,
 		keyFunc:            keyFunc,
 		getAttrsFunc:       getAttrsFunc,
@@ -210,6 +219,21 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 	w.freshness = make(chan struct{})
 }
 
+// capacityUpperBound is the ring's cap for a history window: 102,400
+// events for the default window, and for a longer one the same cap times
+// window/default rounded up to a power of two (the ring only doubles), so
+// that a busy resource still keeps the whole window (upstream: the same
+// `capacityUpperBound`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:211-231,
+// which caps the exponent so the result fits in 32 bits; ours caps it at
+// 14, a window 16,384 times the default).
+func capacityUpperBound(window time.Duration) int {
+	if window <= DefaultEventFreshDuration {
+		return upperBoundCapacity
+	}
+	exponent := int(math.Ceil(math.Log2(window.Seconds() / DefaultEventFreshDuration.Seconds())))
+	return upperBoundCapacity << min(exponent, 14)
+}
+
 // updateCacheLocked appends to the ring, first resizing it, then dropping
 // the oldest event if it is full.
 func (w *watchCache) updateCacheLocked(ev *watchCacheEvent) {
@@ -239,7 +263,7 @@ func (w *watchCache) resizeCacheLocked(now time.Time) {
 	}
 	oldest := w.cache[w.startIndex%w.capacity]
 	if now.Sub(oldest.RecordTime) < w.eventFreshDuration {
-		if c := min(w.capacity*2, upperBoundCapacity); c > w.capacity {
+		if c := min(w.capacity*2, w.upperBound); c > w.capacity {
 			w.doCacheResizeLocked(c)
 		}
 		return
@@ -332,12 +356,25 @@ func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
 }
 
 // getAllEventsSinceLocked returns what a watch from rv must receive before
-// live events: for rv 0, the current objects as ADDED; else the ring's
-// events after rv, or 410 Expired if the ring no longer reaches back to rv.
+// live events. sendInitialEvents is the request's option, which has three
+// states:
+//   - true (a streaming list): the current objects as ADDED, whatever rv;
+//   - unset, and rv 0: the same (the legacy watch from "any" RV, which
+//     also returns the state);
+//   - false, and rv 0: nothing: the watch starts at the cache's RV;
+//   - otherwise: the ring's events after rv, or 410 Expired if the ring no
+//     longer reaches back to rv.
+//
 // Caller holds mu (read).
-func (w *watchCache) getAllEventsSinceLocked(rv uint64) ([]*watchCacheEvent, error) {
-	if rv == 0 {
+func (w *watchCache) getAllEventsSinceLocked(rv uint64, sendInitialEvents *bool) ([]*watchCacheEvent, error) {
+	if sendInitialEvents != nil && *sendInitialEvents {
 		return w.storeAsAddedLocked(), nil
+	}
+	if rv == 0 {
+		if sendInitialEvents == nil {
+			return w.storeAsAddedLocked(), nil
+		}
+		rv = w.resourceVersion
 	}
 	var oldest uint64
 	switch {
@@ -350,7 +387,9 @@ func (w *watchCache) getAllEventsSinceLocked(rv uint64) ([]*watchCacheEvent, err
 		return nil, fmt.Errorf("watch cache isn't correctly initialized")
 	}
 	if rv < oldest-1 {
-		// The same words as upstream: clients and tests look for them.
+		// The same words as upstream's `NewResourceExpired` here
+		// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:916-918):
+		// clients and tests look for them.
 		return nil, errors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, oldest-1))
 	}
 	// Events are in RV order: binary search the first one after rv.
@@ -392,13 +431,22 @@ func (w *watchCache) listLocked() []*storeElement {
 
 // waitUntilFreshAndRLock waits until the cache is current to at least rv,
 // at most blockTimeout, then returns holding mu for reading (the caller
-// must RUnlock). While it waits, it calls onWait every progressPeriod;
-// consistent reads use that to ask etcd for a progress notification, so an
-// idle resource still learns etcd's revision. On timeout it returns the
-// "too large resource version" error (504 with Retry-After), upstream's
-// signal to fall back to etcd.
-func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, onWait func()) error {
+// must RUnlock). If progress is not nil, the reader counts itself among
+// its waiters while it waits: consistent reads do, so that the Cacher's
+// one progress requester (progress.go) asks etcd for a progress
+// notification and an idle resource still learns etcd's revision. On
+// timeout it returns the "too large resource version" error (504 with
+// Retry-After), upstream's signal to fall back to etcd
+// (`NewTooLargeResourceVersionError`,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:482-485).
+func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, progress *progressRequester) error {
 	start := w.clock.Now()
+	registered := false
+	defer func() {
+		if registered {
+			progress.remove()
+		}
+	}()
 	for {
 		w.mu.RLock()
 		if w.resourceVersion >= rv {
@@ -410,12 +458,11 @@ func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, onWa
 		if waited >= blockTimeout {
 			return storage.NewTooLargeResourceVersionError(rv, current, 1)
 		}
-		wait := blockTimeout - waited
-		if onWait != nil {
-			onWait()
-			wait = min(wait, progressRequestPeriod)
+		if progress != nil && !registered {
+			progress.add()
+			registered = true
 		}
-		timer := w.clock.NewTimer(wait)
+		timer := w.clock.NewTimer(blockTimeout - waited)
 		select {
 		case <-fresher:
 		case <-timer.C():

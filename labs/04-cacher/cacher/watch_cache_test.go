@@ -102,7 +102,7 @@ func TestRingShrinksWhenANewestQuarterIsOlderThanTheWindow(t *testing.T) {
 	addPod(t, w2, 2)
 	clk2.Step(time.Hour)
 	addPod(t, w2, 3)
-	if events, err := w2.getAllEventsSinceLocked(1); err != nil || len(events) != 2 {
+	if events, err := w2.getAllEventsSinceLocked(1, nil); err != nil || len(events) != 2 {
 		t.Errorf("after an hour: %d events, %v; want both kept", len(events), err)
 	}
 }
@@ -122,14 +122,14 @@ func TestTooOldResourceVersionIs410(t *testing.T) {
 		t.Fatalf("capacity %d, want 100", w.capacity)
 	}
 	oldest := w.cache[w.startIndex%w.capacity].ResourceVersion
-	if _, err := w.getAllEventsSinceLocked(oldest - 1); err != nil {
+	if _, err := w.getAllEventsSinceLocked(oldest-1, nil); err != nil {
 		t.Errorf("watch from %d (just before the oldest event): %v", oldest-1, err)
 	}
-	_, err := w.getAllEventsSinceLocked(oldest - 2)
+	_, err := w.getAllEventsSinceLocked(oldest-2, nil)
 	if !apierrors.IsResourceExpired(err) || err.Error() != fmt.Sprintf("too old resource version: %d (%d)", oldest-2, oldest-1) {
 		t.Errorf("watch from %d: %v, want 410 too old resource version", oldest-2, err)
 	}
-	events, _ := w.getAllEventsSinceLocked(uint64(rv - 3))
+	events, _ := w.getAllEventsSinceLocked(uint64(rv-3), nil)
 	if len(events) != 3 || events[0].ResourceVersion != uint64(rv-2) {
 		t.Errorf("events since %d: %d, first %d", rv-3, len(events), events[0].ResourceVersion)
 	}
@@ -175,5 +175,40 @@ func TestTimeBudget(t *testing.T) {
 	b.returnUnused(time.Second)
 	if got := b.takeAvailable(); got != 100*time.Millisecond {
 		t.Errorf("returning 1s: %v, want the 100ms cap", got)
+	}
+}
+
+// A longer history window raises the ring's cap as upstream's
+// `capacityUpperBound` does (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:211-231):
+// window/75 s rounded up to a power of two.
+func TestLongerWindowRaisesTheCap(t *testing.T) {
+	for _, c := range []struct {
+		window time.Duration
+		want   int
+	}{
+		{DefaultEventFreshDuration, 102400},
+		{DefaultEventFreshDuration + time.Second, 204800},
+		{2 * DefaultEventFreshDuration, 204800},
+		{75 * time.Minute, 102400 * 64}, // 60 times the window: 2^6
+	} {
+		if got := capacityUpperBound(c.window); got != c.want {
+			t.Errorf("capacityUpperBound(%v) = %d, want %d", c.window, got, c.want)
+		}
+	}
+	// And the ring grows past 102,400 under a longer window.
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newWatchCache(podKey, labtest.ObjectAttrs, storage.APIObjectVersioner{}, clk, 2*DefaultEventFreshDuration,
+		func(*watchCacheEvent) {})
+	if err := w.Replace(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	for rv := 2; w.capacity <= upperBoundCapacity; rv++ {
+		if rv > 3*upperBoundCapacity {
+			t.Fatalf("capacity %d after %d events in no time: it never grew past %d", w.capacity, rv, upperBoundCapacity)
+		}
+		addPod(t, w, rv)
+	}
+	if w.capacity != 2*upperBoundCapacity {
+		t.Errorf("capacity %d, want %d", w.capacity, 2*upperBoundCapacity)
 	}
 }

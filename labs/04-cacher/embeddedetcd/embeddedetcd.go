@@ -4,8 +4,9 @@
 // It is go.etcd.io/etcd/server/v3@v3.6.8/embed, configured the way the
 // course's labcluster configures it (cluster/etcd.go): one member, loopback
 // only, plain HTTP, random free ports. Upstream's own test helper is
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/testing/test_server.go; we do not
-// use it because it needs a *testing.T and the miniapiserver has none.
+// `NewUnsecuredEtcd3TestClientServer`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/testing/test_server.go:38); we
+// do not use it because it needs a testing.TB and the miniapiserver has none.
 package embeddedetcd
 
 import (

@@ -1,9 +1,10 @@
 // Package etcd3 stores Kubernetes objects in etcd, the way kube-apiserver does.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go, type
-// store (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
-// errors.go (interpretListError, interpretWatchError). The watch half is in
-// watcher.go here, as upstream.
+// Upstream twin: the `store` type of k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:80
+// (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
+// `interpretListError` and `interpretWatchError`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-85). The watch
+// half is in watcher.go here, as upstream.
 //
 // What it keeps from upstream:
 //   - keys are <Prefix>/<resource>/<namespace>/<name>, e.g.
@@ -14,8 +15,12 @@
 //     here; kube-apiserver uses protobuf for built-in types);
 //   - an object's resourceVersion is the etcd ModRevision of its key, and a
 //     list's resourceVersion is the etcd revision the read was served at;
-//   - Create is a transaction "the key does not exist now" (upstream
-//     compares ModRevision = 0, we CreateRevision = 0: the same test), so a
+//   - Create is a transaction "the key does not exist now" (upstream's
+//     Create calls `OptimisticPut` with revision 0,
+//     k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:317, which
+//     compares `ModRevision` with it,
+//     go.etcd.io/etcd/client/v3@v3.6.8/kubernetes/client.go:83-86; we compare
+//     CreateRevision = 0: the same test), so a
 //     second create fails with AlreadyExists; updates and deletes are transactions
 //     "ModRevision is still what I read" (compare-and-swap), retried on a
 //     lost race, with the caller's Preconditions (uid, resourceVersion)
@@ -24,7 +29,10 @@
 //
 // What it leaves out: value transformers (encryption at rest), TTL leases,
 // the compactor (tests compact by calling etcd), size estimation, the
-// corrupt-object deletion path, the feature-gated list-from-snapshot paths,
+// feature-gated paths (`AllowUnsafeMalformedObjectDeletion`, the deletion
+// of objects that no longer decode,
+// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:355-357, and
+// `ShardedListAndWatch`, k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:901),
 // and metrics. Methods the lab does not teach say so in their error.
 package etcd3
 
@@ -134,7 +142,8 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object,
 		return err
 	}
 	// The resourceVersion is etcd's to assign: a client-supplied one is
-	// rejected, as upstream does.
+	// rejected with `ErrResourceVersionSetOnCreate`, as upstream does
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:288).
 	if version, err := s.versioner.ObjectResourceVersion(obj); err == nil && version != 0 {
 		return storage.ErrResourceVersionSetOnCreate
 	}
@@ -203,7 +212,7 @@ func checkMinimumRV(minRV uint64, actual int64) error {
 
 // GetList reads the objects under key (a collection if opts.Recursive).
 //
-// Resource-version semantics, as upstream:
+// Resource-version semantics, as upstream's `ValidateListOptions` decides them (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go:346-390):
 //   - "" : the most recent data (a linearizable etcd read);
 //   - "0" or N with Match=NotOlderThan: any data at least as new as N; etcd
 //     serves its newest, which qualifies unless N is in the future;
@@ -328,7 +337,8 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, destination ru
 		return err
 	}
 	// cachedExistingObject is a hint to skip the first read; we always read,
-	// which upstream also falls back to when the hint is stale.
+	// which upstream also does when the hint is stale (`origStateIsCurrent`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:553-563).
 	for {
 		cur, data, rev, err := s.read(ctx, k, ignoreNotFound)
 		if err != nil {

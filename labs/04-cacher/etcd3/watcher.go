@@ -2,8 +2,9 @@ package etcd3
 
 // The watch half of the store.
 //
-// Upstream twin: k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go,
-// types watcher and watchChan (startWatching, transform, sync).
+// Upstream twin: the `watcher` and `watchChan` types of
+// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:72-85
+// (startWatching, transform, sync).
 //
 // One storage Watch is one etcd watch: a gRPC stream from etcd that sends
 // every change of a key (or a key prefix) after a revision, each with the
@@ -11,11 +12,18 @@ package etcd3
 // with the object's last state, and decide ADDED/MODIFIED/DELETED for a
 // selector.
 //
-// Left out: the separate decode goroutine and its 100-event queue (we
-// decode on the goroutine that reads etcd), SendInitialEvents with its
-// initial-events-end bookmark and its check that the requested revision is
-// not in the future (the Cacher in front of this store implements streaming
-// lists; here the option is refused with a clear error), and metrics.
+// Left out: the separate decode goroutine and its queue of
+// `incomingBufSize` events (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:50;
+// we decode on the goroutine that reads etcd), and metrics. And
+// sendInitialEvents, which upstream's store serves: `startWatching` checks
+// the requested revision is not in the future, reads the current state
+// with `sync` in pages of 10,000, queues the initial-events-end bookmark
+// and only then watches
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:355-387). In 1.36
+// that is how upstream's own Cacher loads: its reflector streams from the
+// etcd3 store instead of listing (cacher/reflector.go and the README,
+// "The reflector"). Here the option is refused with a clear error, and
+// this lab's Cacher lists: our choice, to keep list-then-watch visible.
 
 import (
 	"context"
@@ -30,7 +38,8 @@ import (
 )
 
 // resultChanSize is the buffer between the goroutine that reads etcd and the
-// consumer (upstream: outgoingBufSize = 100 in etcd3/watcher.go).
+// consumer (upstream: `outgoingBufSize`, 100,
+// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:51).
 const resultChanSize = 100
 
 // Watch watches key (a prefix if opts.Recursive) after opts.ResourceVersion.
@@ -74,8 +83,11 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 }
 
 // watchContext marks a context "require a leader", as upstream does for
-// every watch; RequestWatchProgress must use the same metadata so that
-// etcd's answer comes on the watch's gRPC stream.
+// every watch with `WithRequireLeader`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:980-989);
+// RequestWatchProgress must use the same metadata so that etcd's answer
+// comes on the watch's gRPC stream, as upstream's `RequestWatchProgress`
+// does (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:102-106).
 func watchContext(ctx context.Context) context.Context {
 	return clientv3.WithRequireLeader(ctx)
 }
@@ -232,7 +244,8 @@ func (wc *watchChan) send(ev watch.Event) bool {
 	}
 }
 
-// interpretWatchError: upstream etcd3/errors.go, interpretWatchError.
+// interpretWatchError: upstream's `interpretWatchError`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-64).
 func interpretWatchError(err error) error {
 	if err == nil {
 		return nil

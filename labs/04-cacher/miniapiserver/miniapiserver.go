@@ -4,12 +4,22 @@
 // storage, over an embedded etcd. kubectl, curl and client-go informers talk
 // to it as to a kube-apiserver, and /metrics shows what the Cacher does.
 //
-// Upstream: what kube-apiserver wires for every resource in
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/storage_factory.go
-// (StorageWithCacher: an etcd3 store, then cacher.NewCacherFromConfig in
-// front of it, with the resource's KeyFunc, GetAttrsFunc and IndexerFuncs)
-// and pkg/storage/storagebackend/factory/etcd3.go (one etcd client shared by
-// every resource). Left out: everything kube-apiserver does around storage
+// Upstream: what kube-apiserver wires for every resource. `StorageWithCacher`
+// builds an etcd3 store, then `NewCacherFromConfig` in front of it, with the
+// resource's KeyFunc, GetAttrsFunc and IndexerFuncs, and returns a
+// `NewCacheDelegator` over both
+// (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/storage_factory.go:36-86).
+// The etcd3 store of each resource comes from `newETCD3Storage`, which
+// opens an etcd client of its own for it with `newETCD3Client`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:429-435),
+// a new `kubernetes.New` each time
+// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:289-358):
+// one gRPC connection per resource; only the compactor is shared, one per
+// etcd transport, by `startCompactorOnce`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:376-381).
+// Ours shares one client between both resources: our choice, since two
+// resources on an in-process etcd gain nothing from two connections.
+// Left out: everything kube-apiserver does around storage
 // (admission, validation, authorization, aggregation, more resources), etcd
 // TLS, and the Prometheus metrics upstream registers inside the Cacher: here
 // the Cacher keeps plain counters and this package exports them.
@@ -138,8 +148,11 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 		stopAll()
 		return err
 	}
-	// Serve nothing before every cache is loaded: a LIST would wait anyway,
-	// and a test that starts the server expects it ready.
+	// Serve nothing before every cache is loaded: a not-ready Cacher
+	// answers 429, and a test that starts the server expects it ready.
+	// kube-apiserver likewise waits for its watch caches before it reports
+	// ready, with the `storage-readiness` post-start hook
+	// (k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/server.go:295-297).
 	for name, c := range cachers {
 		err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
 			func(context.Context) (bool, error) { return c.Ready(), nil })
@@ -187,7 +200,9 @@ func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, 
 }
 
 // codec stores core/v1 objects in etcd as JSON with apiVersion and kind
-// (kube-apiserver stores protobuf; JSON lets `etcdctl get` show them).
+// (kube-apiserver stores protobuf, its `DefaultStorageMediaType`,
+// k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/options/options.go:138;
+// JSON lets `etcdctl get` show them).
 func codec() runtime.Codec {
 	s := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
 	return runtime.NewCodec(scheme.Codecs.EncoderForVersion(s, v1.SchemeGroupVersion), scheme.Codecs.UniversalDeserializer())
@@ -211,10 +226,15 @@ func (in *Instance) Metrics(resource string) (cacher.Metrics, bool) {
 	return c.Metrics(), true
 }
 
-// Compact compacts etcd's history up to its current revision, as
-// kube-apiserver's compactor does every 5 minutes
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go). It returns the
-// revision: reads of older revisions from etcd are now 410 Expired.
+// Compact compacts etcd's history up to its current revision, now. It
+// returns the revision: reads of older revisions from etcd are now 410
+// Expired. A lab tool: kube-apiserver's compactor is far gentler. Every
+// `DefaultCompactInterval`, 5 minutes
+// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/config.go:38), it
+// calls `Compact` with the revision it read on its previous tick and
+// compacts nothing on its first
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:205-250), so etcd
+// keeps 5 to 10 minutes of history.
 func (in *Instance) Compact(ctx context.Context) (int64, error) {
 	in.mu.Lock()
 	etcd := in.etcd

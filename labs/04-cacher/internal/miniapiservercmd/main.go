@@ -1,5 +1,6 @@
-// Upstream: k8s.io/kubernetes@v1.36.4/cmd/kube-apiserver/app/server.go
-// (NewAPIServerCommand: flags, then run until a signal asks to stop). Three
+// Upstream: `NewAPIServerCommand`
+// (k8s.io/kubernetes@v1.36.4/cmd/kube-apiserver/app/server.go:70): flags,
+// then run until a signal asks to stop. Three
 // flags instead of hundreds; etcd runs inside the process instead of being
 // reached through --etcd-servers.
 
