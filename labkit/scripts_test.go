@@ -156,9 +156,11 @@ func TestCheckLinksLines(t *testing.T) {
 			"// The Reflector (`(*Reflector).ListAndWatch()`'s loop) relists after\n" +
 			"// a 410 only when the list itself is refused:\n" +
 			"// `isExpiredError(err)` is checked again at " + reflector + "720.\n",
+		"page.go": "package x\n\n" +
+			"const page = `<p><code>isExpiredError</code> is checked again (<a>" + reflector + "720</a>).</p>`\n",
 	}
 	out, code := runScript(t, "check-links.sh", gitTree(t, good))
-	if code != 0 || !strings.Contains(out, "the 6 that cite lines hold the identifier") {
+	if code != 0 || !strings.Contains(out, "the 7 that cite lines hold the identifier") {
 		t.Fatalf("good citations fail: exit %d\n%s", code, out)
 	}
 
@@ -181,6 +183,8 @@ func TestCheckLinksLines(t *testing.T) {
 			"one range per citation"},
 		"range backwards": {"`isExpiredError` (" + reflector + "721-720)\n",
 			"ends before it starts"},
+		"html without a code span": {"package x\n\nconst page = `<p>Upstream relists (<a>" + reflector + "720</a>).</p>`\n",
+			"cite which identifier?"},
 		"go comment, other paragraph": {"package x\n\n// `isExpiredError` is there.\n//\n// Upstream relists (" + reflector + "720).\n",
 			"cite which identifier?"},
 	} {

@@ -216,8 +216,9 @@ func expectedNames() []string {
 	return names
 }
 
-// continueToken is a decoded continue token: storage.EncodeContinue's JSON
-// (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:39-43, `continueToken`).
+// continueToken is a decoded continue token, the JSON that
+// storage.EncodeContinue writes: upstream's `continueToken`
+// (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:39-43).
 type continueToken struct {
 	APIVersion      string `json:"v"`
 	ResourceVersion int64  `json:"rv"`

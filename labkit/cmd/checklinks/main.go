@@ -211,8 +211,17 @@ func paragraph(name string, lines []string, i, col int) string {
 	return strings.Join(text, "\n")
 }
 
-// identifier returns the Go identifier nearest the end of text in backticks.
+// htmlCode turns HTML's code spans (in a page a Go file writes) into
+// Markdown's, so that <code>Name</code> names an identifier as `Name` does.
+// A backtick in such text is Go's (a raw string's quote), so it goes first.
+var htmlCode = strings.NewReplacer("`", "", "<code>", "`", "</code>", "`")
+
+// identifier returns the Go identifier nearest the end of text in backticks
+// (or, in HTML, in <code> tags).
 func identifier(text string) string {
+	if strings.Contains(text, "<code>") {
+		text = htmlCode.Replace(text)
+	}
 	spans := codeSpans(text)
 	for k := len(spans) - 1; k >= 0; k-- {
 		if id := goIdent(spans[k]); id != "" {

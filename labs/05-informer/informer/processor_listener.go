@@ -6,8 +6,8 @@
 //
 // Left out: RemoveEventHandler, handler names, panic recovery around a
 // handler (a panicking handler crashes the program here, as it does by
-// default upstream: `HandleCrashWithLogger` in `processorListener.run`,
-// k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1346), and
+// default upstream, where `processorListener.run` defers
+// `HandleCrashWithLogger`, k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1346), and
 // traces. Where ours differs: upstream's `processorListener` moves each
 // notification through two unbuffered channels and a pop goroutine that
 // owns a growing ring buffer (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1195-1228);
