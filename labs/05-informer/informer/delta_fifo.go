@@ -2,7 +2,7 @@
 // the queue every informer used until `InOrderInformers` (beta in 1.33, GA
 // and locked on in 1.36: k8s.io/client-go@v0.36.4/features/known_features.go:127-130)
 // replaced it with the RealFIFO. It is the design the 2020
-// articles describe; it is here so the two can be compared (fifo_test.go).
+// article (004) describes; it is here so the two can be compared (fifo_test.go).
 //
 // Left out: EmitDeltaTypeReplaced=false (we always emit Replaced, as every
 // informer did), Get/GetByKey/List/ListKeys on the queue, the

@@ -11,7 +11,7 @@
 //	backoff.go           the reflector's backoff: 800ms doubling to 30s, jittered, reset every 2 min
 //	delta.go             Delta, Deltas, DeltaType: what a FIFO holds
 //	real_fifo.go         RealFIFO: every notification in arrival order; Replace as one item; batches
-//	delta_fifo.go        DeltaFIFO: the classic queue of the 2020 articles, one Deltas per key
+//	delta_fifo.go        DeltaFIFO: the classic queue of the 2020 article, one Deltas per key
 //	thread_safe_store.go Indexer: the cache, with named indexes kept exact on update and delete
 //	index.go             the index functions: namespace, spec.nodeName, and one to copy
 //	shared_informer.go   SharedIndexInformer: FIFO -> Indexer -> handlers; resync; HasSynced

@@ -20,7 +20,8 @@ func activeCM(name, rv string, active bool) *corev1.ConfigMap {
 }
 
 // drain feeds the same notifications to a queue nobody pops yet (the
-// informer is busy: handlers or a slow cache update held the process loop),
+// informer is busy: a slow cache update held the process loop; in a shared
+// informer handlers run on their own goroutines and do not hold it),
 // then lets the informer's process loop drain it, and returns the handler
 // calls.
 func drain(t *testing.T, useDeltaFIFO bool, feed func(q ReflectorStore)) []string {

@@ -22,7 +22,9 @@ const defaultBatchSize = 1000
 // kept, in the order it arrived, until the informer pops it. Unlike the
 // DeltaFIFO it does not group notifications by object: an update to b that
 // arrived after an update to a is processed after it, so the cache and the
-// handlers only ever see states the server really had, in its order.
+// handlers only ever see states the server really had, in its order (a
+// relist is the exception to "in its order": its deletions come first, then
+// its adds and updates, as one ReplacedAll item).
 //
 // A relist (Replace) is queued as one ReplacedAll item and a resync as one
 // SyncAll item, as upstream's `addReplaceToItemsLocked` and

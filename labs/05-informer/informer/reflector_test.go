@@ -300,7 +300,7 @@ func (l *timedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) 
 	return l.fakeServer.ListWithContext(ctx, opts)
 }
 
-// TestReflectorReportsBadEvents: an ERROR event that is not a 410 ends the
+// TestReflectorRelistsAfterOtherErrors: an ERROR event that is not a 410 ends the
 // watch and is reported; the Reflector relists and carries on.
 func TestReflectorRelistsAfterOtherErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

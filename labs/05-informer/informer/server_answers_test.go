@@ -138,6 +138,9 @@ func TestReflectorsFallBackToListOn422(t *testing.T) {
 // and the restarted apiserver answers the next two watches with 429, as
 // its watch cache is not ready. Both Reflectors back off and watch again
 // from the same resourceVersion: no LIST, no streaming list, nothing lost.
+// (Over a real connection client-go's REST client first retries a 429 with
+// a Retry-After itself; this fake ListerWatcher hands the Reflector the 429
+// at once, as it gets it when those retries run out.)
 func TestReflectorsRewatchAfter429(t *testing.T) {
 	for _, impl := range bothReflectors {
 		t.Run(impl.name, func(t *testing.T) {

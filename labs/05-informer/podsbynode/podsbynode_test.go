@@ -64,8 +64,9 @@ func churn(t *testing.T, seed uint64) {
 		// Every other round ends with changes the watch never delivers,
 		// then a watch reset: the informer's resourceVersion is too old
 		// (410), it relists, and only then learns about them. (A real
-		// apiserver never drops an event; it is the missed window between
-		// a broken watch and the relist that this stands for.)
+		// apiserver never drops an event; it is the missed window while
+		// the informer's resourceVersion is too old to watch from, up to
+		// the relist after the 410, that this stands for.)
 		dropped := 0
 		if round%2 == 1 {
 			dropped = 1 + rng.IntN(5)
