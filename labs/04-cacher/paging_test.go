@@ -142,7 +142,8 @@ func createRootCA(t *testing.T, client kubernetes.Interface, ns string) {
 }
 
 // compactLikeKubeAPIServer compacts a labcluster's etcd at its current
-// revision the way kube-apiserver's compactor does, by calling upstream's
+// revision (kube-apiserver's compactor would use its previous tick's
+// revision: this test cannot wait 5 to 10 minutes), by calling upstream's
 // own `Compact`, a transaction that records the revision under
 // `compactRevKey` and then compacts (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:219-221).
 // The record is what matters. The apiserver's Cacher serves a continued

@@ -49,7 +49,7 @@ package cacher
 //     client-go re-watches from its last RV after an internal error until
 //     that long has passed (`ShouldRetry`,
 //     k8s.io/client-go@v0.36.4/tools/cache/reflector.go:660-662), and backs
-//     off and re-watches on a 429 or a watch that cannot start
+//     off and re-watches on a 429 or a refused connection
 //     (`isWatchErrorRetriable`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:607-614),
 //     all without returning from ListAndWatch. We relist after any error,
 //     1 s of the injected clock later (the same cadence as upstream's

@@ -150,9 +150,11 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 	}
 	// Serve nothing before every cache is loaded: a not-ready Cacher
 	// answers 429, and a test that starts the server expects it ready.
-	// kube-apiserver likewise waits for its watch caches before it reports
+	// kube-apiserver also waits for its watch caches before it reports
 	// ready, with the `storage-readiness` post-start hook, `StorageReadinessHook`
-	// (k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/server.go:295-297).
+	// (k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/server.go:295-297),
+	// but for a minute at most (the README's "Not ready"); ours waits up to
+	// 30 s and then fails to start, as a cache that slow is a broken one here.
 	for name, c := range cachers {
 		err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
 			func(context.Context) (bool, error) { return c.Ready(), nil })
