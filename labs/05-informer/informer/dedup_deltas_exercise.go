@@ -12,8 +12,9 @@ package informer
 // once, with the best state known of the deleted object.
 //
 // As shipped, this stub keeps everything, so an object can reach the
-// handlers as "Deleted, Deleted": once from a relist that found it gone (a
-// DeletedFinalStateUnknown) and once from the watch's DELETED event.
+// handlers as "Deleted, Deleted": once from the watch's DELETED event, still
+// queued, and once more from a relist that no longer lists it (a
+// DeletedFinalStateUnknown queued behind it).
 // TestDeltaFIFOCollapsesDeletes shows the deltas the queue kept for one
 // object, as a diff from the expected ones.
 func dedupDeltas(deltas Deltas) Deltas {
