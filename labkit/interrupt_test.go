@@ -1,13 +1,11 @@
 package labkit
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +30,7 @@ func TestInterruptedTestBinaryRemovesItsCluster(t *testing.T) {
 			tmp := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperBlocks$", "-test.v")
 			cmd.Env = append(cleanEnv(), envPrivateCluster+"=1", "LABKIT_HELPER=block", "TMPDIR="+tmp)
-			var out syncBuffer
+			var out lockedBuffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := cmd.Start(); err != nil {
@@ -86,24 +84,6 @@ func TestHelperBlocks(t *testing.T) {
 	}
 	os.Stdout.WriteString("blocking\n")
 	<-time.After(2 * time.Minute) // the signal ends the process before this
-}
-
-// syncBuffer is a bytes.Buffer two goroutines may use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // noProcessNames waits (up to 10s: a stopped component may take a moment to

@@ -354,7 +354,7 @@ func TestInterruptedUpStopsTheCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "up", "--dir", dir, "--components", "etcd,apiserver")
-	var out syncBuffer
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's foreground group
 	if err := cmd.Start(); err != nil {
