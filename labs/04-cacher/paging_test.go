@@ -151,7 +151,7 @@ func createRootCA(t *testing.T, client kubernetes.Interface, ns string) {
 // (`ShouldDelegateContinue`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1411-1426);
 // its etcd3 store learns compactions by watching that key (`runWatchLoop`,
 // k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:255-280), and the
-// Cacher reads the store's revision every `compactorPollPeriod`, 15 s
+// Cacher reads the store's recorded compact revision every `compactorPollPeriod`, 15 s
 // (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/compactor.go:28-31), to drop
 // older snapshots (`compactIfNeeded`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/compactor.go:65-77).
 // So a compaction behind its back (`labcluster etcd compact`) would leave

@@ -335,8 +335,8 @@ func (c *Cacher) terminateAllWatchers() {
 //     single ERROR event if the ring no longer reaches back to N;
 //   - sendInitialEvents=true (a streaming list): the current objects as
 //     ADDED (for RV "", after the cache caught up with etcd's current
-//     revision), then a BOOKMARK annotated
-//     k8s.io/initial-events-end: "true", then changes.
+//     revision), then, if the watch allows bookmarks, a BOOKMARK
+//     annotated k8s.io/initial-events-end: "true", then changes.
 func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	preparedKey, err := storage.PrepareKey(c.resourcePrefix, key, opts.Recursive)
 	if err != nil {

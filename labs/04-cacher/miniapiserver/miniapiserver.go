@@ -153,7 +153,8 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 	// kube-apiserver also waits for its watch caches before it reports
 	// ready, with the `storage-readiness` post-start hook, `StorageReadinessHook`
 	// (k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/server.go:295-297),
-	// but for a minute at most (the README's "Not ready"); ours waits up to
+	// but for a minute by default (--storage-initialization-timeout; the
+	// README's "Not ready"); ours waits up to
 	// 30 s and then fails to start, as a cache that slow is a broken one here.
 	for name, c := range cachers {
 		err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
