@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -92,7 +93,9 @@ func compareIndexers(ours *Indexer, oracle cache.Indexer, indexers Indexers) err
 	if got := ours.ListKeys(); !slices.Equal(got, theirKeys) {
 		return fmt.Errorf("keys %v, oracle %v", got, theirKeys)
 	}
-	for name, f := range indexers {
+	// In name order, so that a failure names the same index every run.
+	for _, name := range slices.Sorted(maps.Keys(indexers)) {
+		f := indexers[name]
 		values := ours.ListIndexFuncValues(name)
 		theirValues := oracle.ListIndexFuncValues(name)
 		all := append(slices.Clone(values), theirValues...)
