@@ -1,4 +1,8 @@
-// Package etcd3 stores Kubernetes objects in etcd, the way kube-apiserver does.
+// Package etcd3 is part of lab 04's lesson (the lesson is
+// labs/04-cacher/README.md): kube-apiserver's etcd storage, rebuilt, the store
+// the Cacher reads from.
+//
+// It stores Kubernetes objects in etcd, the way kube-apiserver does.
 //
 // Upstream twin: the `store` type of k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:80
 // (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
