@@ -124,7 +124,7 @@ func TestRelistDeleteRecreateIsOnUpdate(t *testing.T) {
 				srv.remove("a")
 				srv.create("a", "2")        // uid-2
 				srv.create("d", "1")        // uid-3
-				time.Sleep(2 * time.Second) // past one backoff step, jitter included
+				time.Sleep(2 * time.Second) // fake time (synctest): past one backoff step, jitter included; no wall-clock wait
 				synctest.Wait()
 				want := []string{
 					"OnAdd ns/a isInInitialList=true",
