@@ -197,6 +197,14 @@ func up(dir string, comps []string) error {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Catch Ctrl-C before saying "starting": from that line on a learner
+	// (and TestInterruptedUpStopsTheCluster) may press it, and a signal that
+	// arrived before Notify would kill this command and leave the
+	// supervisor starting alone. Signals wait in the channel until the
+	// goroutine below reads them.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
 	fmt.Printf("labcluster: starting %s in %s\n", strings.Join(comps, ", "), dir)
 	if err := cmd.Start(); err != nil {
 		w.Close()
@@ -210,9 +218,6 @@ func up(dir string, comps []string) error {
 	// session, does not see it and would go on alone. Stop it once it has
 	// started (it takes seconds), as a learner who pressed Ctrl-C expects;
 	// a second Ctrl-C kills it at once (its components die with it).
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
 	interrupted := make(chan struct{})
 	go func() {
 		if _, ok := <-signals; !ok {
