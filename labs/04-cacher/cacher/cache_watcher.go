@@ -32,6 +32,7 @@ package cacher
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -69,6 +70,15 @@ type cacheWatcher struct {
 	// initialEventsEndRV, if non-zero, is the RV of the initial-events-end
 	// bookmark this watcher sends after its initial events.
 	initialEventsEndRV uint64
+
+	// What the course's live view shows (state.go); upstream's
+	// cacheWatcher keeps none of it. Counting costs two atomic adds per
+	// delivery and allocates nothing.
+	info      WatcherState // the request: set once by Cacher.Watch
+	sent      atomic.Int64
+	bookmarks atomic.Int64
+	lastRV    atomic.Uint64
+	endReason atomic.Pointer[string]
 }
 
 func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versioner, newFunc func() runtime.Object,
@@ -92,7 +102,14 @@ func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versione
 func (c *cacheWatcher) ResultChan() <-chan watch.Event { return c.result }
 
 // Stop implements watch.Interface: the client is gone.
-func (c *cacheWatcher) Stop() { c.stop() }
+func (c *cacheWatcher) Stop() { c.stopWith(EndClientStopped) }
+
+// stopWith is stop, first recording why (for the live view; the first
+// reason given wins).
+func (c *cacheWatcher) stopWith(reason string) {
+	c.endReason.CompareAndSwap(nil, &reason)
+	c.stop()
+}
 
 // stop removes the watcher from the Cacher and ends its goroutine, which
 // closes result: the client sees a clean end of stream, with no ERROR. It
@@ -133,7 +150,7 @@ func (c *cacheWatcher) add(ev *watchCacheEvent, timer <-chan time.Time) bool {
 	case <-c.done:
 		return true
 	case <-timer:
-		c.stop()
+		c.stopWith(EndTooSlow)
 		return false
 	}
 }
@@ -182,8 +199,11 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 	defer close(c.result)
 	defer c.stop()
 	for _, ev := range initEvents {
-		if we, ok := c.convertToWatchEvent(ev); ok && !c.send(we) {
-			return
+		if we, ok := c.convertToWatchEvent(ev); ok {
+			if !c.send(we) {
+				return
+			}
+			c.delivered(ev)
 		}
 	}
 	if c.initialEventsEndRV != 0 {
@@ -201,12 +221,16 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 				// Already part of the initial events.
 				continue
 			}
-			if we, ok := c.convertToWatchEvent(ev); ok && !c.send(we) {
-				return
+			if we, ok := c.convertToWatchEvent(ev); ok {
+				if !c.send(we) {
+					return
+				}
+				c.delivered(ev)
 			}
 		case <-c.done:
 			return
 		case <-ctx.Done():
+			c.endReason.CompareAndSwap(nil, ptr(EndRequestEnded))
 			return
 		}
 	}

@@ -141,6 +141,9 @@ type Cacher struct {
 	mu         sync.Mutex
 	watchers   watcherSet
 	watcherIdx int
+	// ended: the last watchers that ended, newest last, for the live view
+	// (state.go). Guarded by mu.
+	ended []WatcherState
 
 	// Owned by the dispatcher goroutine: reused between events.
 	watchersBuffer        []*cacheWatcher
@@ -321,8 +324,14 @@ func (c *Cacher) terminateAllWatchers() {
 		}
 	}
 	c.mu.Unlock()
+	reason := EndCacherRelisted
+	select {
+	case <-c.stopCh:
+		reason = EndCacherStopped
+	default:
+	}
 	for _, w := range all {
-		w.stop()
+		w.stopWith(reason)
 	}
 }
 
@@ -421,9 +430,17 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 		}
 		c.watchers.bookmark[id] = watcher
 	}
+	watcher.info = WatcherState{
+		ID: id, Key: preparedKey, Recursive: opts.Recursive,
+		LabelSelector: labelString(pred.Label), FieldSelector: fieldString(pred.Field),
+		RequestedRV: opts.ResourceVersion, SendInitialEvents: sendInitialEvents,
+		AllowBookmarks: pred.AllowWatchBookmarks, StartRV: startRV,
+		Started: c.clock.Now(), InputCapacity: chanSize, ResultCapacity: chanSize,
+	}
 	watcher.forget = func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.recordEndedLocked(watcher)
 		delete(c.watchers.all, id)
 		delete(c.watchers.bookmark, id)
 		if ws := c.watchers.byValue[triggerValue]; ws != nil {

@@ -50,3 +50,12 @@ func newTimeBudget(clk clock.Clock) *timeBudget {
 }
 
 // takeAvailable and returnUnused: time_budget_take.go (the exercise time-budget).
+
+// available is what takeAvailable would hand out now, without taking it
+// (for the live view: state.go).
+func (t *timeBudget) available() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	refill := time.Duration(max(0, t.clock.Since(t.last).Seconds()) * float64(refreshPerSecond))
+	return min(t.budget+refill, maxBudget)
+}

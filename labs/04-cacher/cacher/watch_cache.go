@@ -106,6 +106,9 @@ type watchCache struct {
 
 	store map[string]*storeElement
 
+	// resizes counts doCacheResizeLocked calls (for the live view).
+	resizes int64
+
 	// resourceVersion is the RV the cache is current to; listResourceVersion
 	// the RV of the last relist.
 	resourceVersion     uint64
@@ -292,6 +295,7 @@ func (w *watchCache) doCacheResizeLocked(capacity int) {
 	}
 	w.cache = ring
 	w.capacity = capacity
+	w.resizes++
 }
 
 // currentCapacity is the ring's size now.
