@@ -128,6 +128,9 @@ type Reflector struct {
 	// lastSyncResourceVersionUnavailable is set when the server answered
 	// 410 (or "too large") for it: the next list must be a fresh one.
 	lastSyncResourceVersionUnavailable bool
+
+	// status is what the live view shows (status.go).
+	status reflectorStatus
 }
 
 // NewReflector returns a Reflector from lw into store.
@@ -160,10 +163,12 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 // k8s.io/client-go@v0.36.4/tools/cache/reflector.go:428-433, so even a
 // round that ended with a 410 waits before the relist).
 func (r *Reflector) Run(ctx context.Context) {
+	defer r.setPhase(PhaseStopped)
 	for {
 		if err := r.ListAndWatch(ctx); err != nil {
 			r.report(err)
 		}
+		r.setPhase(PhaseBackingOff)
 		select {
 		case <-ctx.Done():
 			return
@@ -173,6 +178,7 @@ func (r *Reflector) Run(ctx context.Context) {
 }
 
 func (r *Reflector) report(err error) {
+	r.recordError(err)
 	if r.opts.WatchErrorHandler != nil {
 		r.opts.WatchErrorHandler(err)
 	}
@@ -271,6 +277,7 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 // list is the LIST path: one LIST (paginated when the rules say so), put in
 // the store with Replace.
 func (r *Reflector) list(ctx context.Context) error {
+	r.setPhase(PhaseListing)
 	opts := metav1.ListOptions{ResourceVersion: r.relistResourceVersion()}
 	list, paginated, err := r.listPages(ctx, opts)
 	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
@@ -304,6 +311,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		return fmt.Errorf("unable to sync list result: %w", err)
 	}
 	r.setLastSyncResourceVersion(rv)
+	r.countList()
 	return nil
 }
 
@@ -372,6 +380,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 		if ctx.Err() != nil {
 			return nil, nil
 		}
+		r.setPhase(PhaseStreamingList)
 		collected := newOrderedStore()
 		var listRV string
 		opts := metav1.ListOptions{
@@ -397,6 +406,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 					return nil, fmt.Errorf("unable to sync watch-list result: %w", err)
 				}
 				r.setLastSyncResourceVersion(listRV)
+				r.countList()
 				return w, nil
 			}
 			if errors.Is(err, errStopRequested) {
@@ -413,6 +423,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 			// report every retry, so that an apiserver that cannot be
 			// reached is never a silent hang (our choice).
 			r.report(fmt.Errorf("streaming list failed, backing off: %w", err))
+			r.setPhase(PhaseBackingOff)
 			select {
 			case <-ctx.Done():
 				return nil, nil
@@ -494,6 +505,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, resyncErr chan
 			if w, err = r.lw.WatchWithContext(ctx, opts); err != nil {
 				if isWatchErrorRetriable(err) {
 					r.report(fmt.Errorf("watch failed, backing off: %w", err))
+					r.setPhase(PhaseBackingOff)
 					select {
 					case <-ctx.Done():
 						return nil
@@ -504,6 +516,8 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, resyncErr chan
 				return err
 			}
 		}
+		r.setPhase(PhaseWatching)
+		r.countWatch()
 		_, err := r.handleWatch(ctx, start, w, r.store, false, resyncErr, func(rv string, besidesAdded bool) {
 			if propagateRVFromStart || besidesAdded {
 				r.setLastSyncResourceVersion(rv)

@@ -72,10 +72,11 @@ type SharedIndexInformer struct {
 	processor *sharedProcessor
 	synced    chan struct{} // closed when the FIFO has processed the first list
 
-	// startedLock guards started, stopped, reflector and resyncCheckPeriod.
+	// startedLock guards started, stopped, reflector, queue and resyncCheckPeriod.
 	startedLock       sync.Mutex
 	started, stopped  bool
 	reflector         *Reflector
+	queue             fifo // for Status (status.go)
 	resyncCheckPeriod time.Duration
 
 	// blockDeltas is held while a batch is applied and distributed, and
@@ -209,6 +210,7 @@ func (s *SharedIndexInformer) Run(ctx context.Context) {
 		ropts.ResyncPeriod = s.resyncCheckPeriod
 		ropts.ShouldResync = func() bool { return s.processor.shouldResync(s.clock.Now()) }
 		s.reflector = NewReflector(s.lw, queue, ropts)
+		s.queue = queue
 		s.started = true
 		return true
 	}() {
