@@ -80,6 +80,10 @@ type Config struct {
 	// (and its address) is the same server to its clients: their
 	// kubeconfig stays valid, as across a kube-apiserver restart.
 	Identity *Identity
+	// Wrap, if set, wraps the whole handler (kube-apiserver's twin is its
+	// handler chain, built around every request). The course's live view
+	// (learn/view) counts each watch stream's frames and bytes here.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Identity is what a client trusts and presents: the CA (PEM), the serving
@@ -201,8 +205,12 @@ func Start(cfg Config) (*Instance, error) {
 		in.release()
 		return nil, err
 	}
+	handler := api.handler()
+	if cfg.Wrap != nil {
+		handler = cfg.Wrap(handler)
+	}
 	in.http = &http.Server{
-		Handler:           api.handler(),
+		Handler:           handler,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(cfg.ErrorLog, "watchserver: ", 0),

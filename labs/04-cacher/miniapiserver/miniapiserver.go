@@ -64,6 +64,9 @@ type Config struct {
 	EtcdDir string
 	// ErrorLog receives errors of the HTTP server. Default os.Stderr.
 	ErrorLog io.Writer
+	// Wrap wraps the API server's handler (lab 03's apiserver.Config.Wrap):
+	// the course's live view counts watch streams there.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Instance is a running miniapiserver.
@@ -83,6 +86,8 @@ type Instance struct {
 	api     *apiserver.Instance
 	cachers map[string]*cacher.Cacher // by resource, "configmaps" and "pods"
 	closed  bool
+	// compacted: the revision Compact last compacted etcd to.
+	compacted int64
 }
 
 // Start starts etcd, a Cacher per resource, and the API server, and returns
@@ -131,6 +136,7 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 		KubeconfigOut: in.cfg.KubeconfigOut,
 		ErrorLog:      in.cfg.ErrorLog,
 		Identity:      identity,
+		Wrap:          in.cfg.Wrap,
 		Handlers: map[string]http.Handler{
 			"GET /metrics":      metricsHandler(in),
 			"POST /lab/compact": http.HandlerFunc(in.serveCompact),
@@ -229,6 +235,35 @@ func (in *Instance) Metrics(resource string) (cacher.Metrics, bool) {
 	return c.Metrics(), true
 }
 
+// State returns a snapshot of the Cacher of a resource ("pods",
+// "configmaps"): for the course's live view.
+func (in *Instance) State(resource string) (cacher.State, bool) {
+	in.mu.Lock()
+	c := in.cachers[resource]
+	in.mu.Unlock()
+	if c == nil {
+		return cacher.State{}, false
+	}
+	return c.State(), true
+}
+
+// EtcdRevisions returns etcd's current revision and the revision it was
+// last compacted to by Compact (0 if never): for the course's live view.
+func (in *Instance) EtcdRevisions(ctx context.Context) (current, compacted int64, err error) {
+	in.mu.Lock()
+	etcd := in.etcd
+	compacted = in.compacted
+	in.mu.Unlock()
+	if etcd == nil {
+		return 0, compacted, errors.New("etcd is not running")
+	}
+	resp, err := etcd.Client.Get(ctx, "compact-probe")
+	if err != nil {
+		return 0, compacted, err
+	}
+	return resp.Header.Revision, compacted, nil
+}
+
 // Compact compacts etcd's history up to its current revision, now. It
 // returns the revision: reads of older revisions from etcd are now 410
 // Expired. A lab tool: kube-apiserver's compactor is far gentler. Every
@@ -253,6 +288,9 @@ func (in *Instance) Compact(ctx context.Context) (int64, error) {
 	if _, err := etcd.Client.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		return 0, err
 	}
+	in.mu.Lock()
+	in.compacted = max(in.compacted, rev)
+	in.mu.Unlock()
 	return rev, nil
 }
 
