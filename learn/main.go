@@ -9,6 +9,7 @@
 //	labs reset NN EXERCISE        put the stub back (as committed in git; asks first, keeps a copy; --yes)
 //	labs solution NN EXERCISE     the diff from your file to the solution (asks first; --yes)
 //	labs trace [--writes N]       ConfigMap writes through every layer, timed hop by hop: .cluster/trace/trace.html
+//	labs view                     every layer's state, live, on a page served on 127.0.0.1 (learn/view)
 //	labs verify [NN [EXERCISE]]   for maintainers: every exercise fails as shipped and passes solved
 //
 // An exercise is one piece of a lab's implementation moved behind the build
@@ -47,6 +48,7 @@ const usage = `usage:
   labs reset NN EXERCISE        restore the exercise's stub (asks first when you changed it, keeping a copy; --yes: do not ask)
   labs solution NN EXERCISE     show the diff to the solution (--yes: do not ask)
   labs trace [--writes N]       trace writes (100) through every layer, hop by hop: .cluster/trace/trace.{html,md,json}
+  labs view                     the course's stack, live, in your browser (a page on 127.0.0.1; Ctrl-C stops it)
   labs verify [NN [EXERCISE]]   check that every exercise fails as shipped and passes once solved (--cluster, --full)
 `
 
@@ -189,6 +191,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			pos = append(pos, "-writes", strconv.Itoa(*writes))
 		}
 		return cmdTrace(ctx, u, root, pos)
+	case "view":
+		return cmdView(u, root, pos)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0

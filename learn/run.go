@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -196,6 +197,36 @@ func waitForOutput(ctx context.Context, file, pattern string, timeout time.Durat
 		time.Sleep(200 * time.Millisecond) // polling a file: there is nothing to wait on
 	}
 	return false
+}
+
+// cmdView builds learn/view (its own main package, like trace) and runs it
+// in the foreground until it exits. Ctrl-C reaches it directly (it is in the
+// terminal's foreground group, like this command), and it stops the whole
+// stack; this command only waits for it and passes its status on.
+func cmdView(u *ui, root string, args []string) int {
+	bin := filepath.Join(root, ".cluster", "bin", "view")
+	u.start("building the live view (the first run compiles the labs)")
+	build := exec.Command("go", "build", "-o", bin, "./learn/view")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	u.done()
+	if err != nil {
+		fmt.Fprintf(u.err, "%slabs: building the view failed: %v\n", out, err)
+		return 1
+	}
+	signal.Ignore(os.Interrupt, syscall.SIGTERM) // the view handles them; we wait for it
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = root
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, u.out, u.err
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() > 0 {
+			return exit.ExitCode()
+		}
+		fmt.Fprintf(u.err, "labs: view: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // cmdTrace runs learn/trace (its own main package: it imports every lab, so

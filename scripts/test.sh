@@ -43,6 +43,22 @@ if ! command -v curl >/dev/null; then
   need curl "install it with your package manager (apt-get install curl, brew install curl)"
 fi
 
+# The live view's browser test (learn/view, TestViewInABrowser) drives
+# Debian's chromium, installed here the way scripts/render-diagrams.sh does;
+# with a browser found, LABS_REQUIRE_BROWSER makes that test fail rather
+# than skip if it cannot start one.
+if [[ -z ${CHROMIUM:-} ]] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing chromium (apt-get install chromium) for the live view's browser test"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null || true
+  fi
+fi
+if [[ -n ${CHROMIUM:-} ]] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then
+  export LABS_REQUIRE_BROWSER=1
+else
+  echo "test.sh: no chromium (Debian: apt-get install chromium; or set CHROMIUM=/path/to/chrome): the live view's browser test will skip"
+fi
+
 # Nothing a test run does may rewrite a tracked file: a go.sum or go.work.sum
 # a go command tidied, a golden file a test regenerated. The state of the
 # tracked files (and the list of untracked ones) is taken now and compared at

@@ -182,17 +182,7 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 // etcd3 store for the resource's keys, and a Cacher in front of it with the
 // resource's key, attribute and trigger functions.
 func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, error) {
-	// Lab 03's keys are /registry/<resource>/<ns>/<name>, the full etcd
-	// key of a real cluster, so the store adds no prefix of its own.
-	store, err := etcd3.New(etcd3.Config{
-		Client:         client,
-		Codec:          codec(),
-		NewFunc:        r.NewFunc,
-		NewListFunc:    r.NewListFunc,
-		Prefix:         "/",
-		ResourcePrefix: r.ResourcePrefix,
-		GroupResource:  r.GroupResource,
-	})
+	store, err := newStore(client, r)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +195,21 @@ func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, 
 		IndexerFuncs:   r.IndexerFuncs,
 		NewFunc:        r.NewFunc,
 		NewListFunc:    r.NewListFunc,
+	})
+}
+
+// newStore is a resource's etcd3 store.
+func newStore(client *clientv3.Client, r *apiserver.Resource) (*etcd3.Store, error) {
+	// Lab 03's keys are /registry/<resource>/<ns>/<name>, the full etcd
+	// key of a real cluster, so the store adds no prefix of its own.
+	return etcd3.New(etcd3.Config{
+		Client:         client,
+		Codec:          codec(),
+		NewFunc:        r.NewFunc,
+		NewListFunc:    r.NewListFunc,
+		Prefix:         "/",
+		ResourcePrefix: r.ResourcePrefix,
+		GroupResource:  r.GroupResource,
 	})
 }
 
@@ -310,7 +315,14 @@ func (in *Instance) serveCompact(w http.ResponseWriter, req *http.Request) {
 // on the same etcd directory, address, CA and token: to its clients it is a
 // kube-apiserver restart (their connections end; the kubeconfig still
 // works). The new Cachers list etcd afresh, so their rings are empty.
-func (in *Instance) Restart() error {
+func (in *Instance) Restart() error { return in.RestartWith(nil) }
+
+// RestartWith is Restart, calling whileDown after the API server has
+// stopped and before etcd does, with an etcd3 store per resource (by
+// resource name): what another API server of the same cluster could write
+// meanwhile, as in an HA control plane. The course's live view uses it to
+// show a client's watch meeting a cache that moved on without it.
+func (in *Instance) RestartWith(whileDown func(stores map[string]storage.Interface) error) error {
 	in.mu.Lock()
 	if in.closed {
 		in.mu.Unlock()
@@ -321,6 +333,21 @@ func (in *Instance) Restart() error {
 	identity := api.Identity()
 	listen := strings.TrimPrefix(api.URL, "https://")
 	api.Close() // ends every watch, stops the Cachers (the storages' release)
+	if whileDown != nil {
+		stores := map[string]storage.Interface{}
+		for _, r := range apiserver.DefaultResources() {
+			st, err := newStore(etcd.Client, r)
+			if err != nil {
+				etcd.Close()
+				return err
+			}
+			stores[r.GroupResource.Resource] = st
+		}
+		if err := whileDown(stores); err != nil {
+			etcd.Close()
+			return fmt.Errorf("while the API server was down: %w", err)
+		}
+	}
 	etcd.Close()
 	in.mu.Lock()
 	in.api, in.etcd, in.cachers = nil, nil, nil

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLabsViewServesThenStopsOnCtrlC runs `scripts/labs view` as the README
+// shows it, from the repository root, in its own process group (a
+// terminal's foreground job): it prints the page's URL on 127.0.0.1, the
+// page answers, and Ctrl-C stops everything: exit 0, "view: stopped", and
+// no view process left. (TestViewInABrowser, in learn/view, drives the page.)
+func TestLabsViewServesThenStopsOnCtrlC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the whole stack")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "scripts", "labs"), "view")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "LABS_ROOT=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	urlLine := regexp.MustCompile(`^view: open (http://127\.0\.0\.1:[0-9]+/) \(Ctrl-C stops everything\)$`)
+	var url string
+	var seen []string
+	deadline := time.After(5 * time.Minute) // the first run compiles the labs
+	for url == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("labs view ended before printing its URL:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
+			}
+			seen = append(seen, l)
+			if m := urlLine.FindStringSubmatch(l); m != nil {
+				url = m[1]
+			}
+		case <-deadline:
+			t.Fatalf("no URL after 5 minutes:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
+		}
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "The course's stack, live") {
+		t.Fatalf("GET %s: %s\n%.300s", url, resp.Status, body)
+	}
+
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // Ctrl-C
+	var rest []string
+	for l := range lines {
+		rest = append(rest, l)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute):
+		t.Fatalf("labs view still runs a minute after Ctrl-C:\n%s", stderr.String())
+	}
+	if err != nil {
+		t.Errorf("exit: %v, want 0\n%s", err, stderr.String())
+	}
+	if len(rest) == 0 || rest[len(rest)-1] != "view: stopped" {
+		t.Errorf("after Ctrl-C it printed %q, want it to end with \"view: stopped\"", rest)
+	}
+	// Nothing of the group is left (the view, its etcd and servers are one process).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for syscall.Kill(-cmd.Process.Pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("a process of the view's group is still running")
+		case <-time.After(50 * time.Millisecond): // polling for the group's end, with the deadline above
+		}
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("%s still answers after Ctrl-C", url)
+	}
+}
