@@ -129,7 +129,7 @@ set -m # the lane gets its own process group, so cleanup can stop all of it
   rc=0
   step() { echo "test.sh: $1"; shift; "$@" || rc=1; }
   step "every command the READMEs show, run as written (labkit TestREADMECommands)" \
-    bash -c 'cd "$1/labkit" && go test -v -count=1 -run "^TestREADMECommands\$" . -args -readmes' _ "$root"
+    bash -c 'cd "$1/labkit" && go test -v -count=1 -timeout 30m -run "^TestREADMECommands\$" . -args -readmes' _ "$root"
   step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
     "$root/scripts/check-exercises.sh" --full
   step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
