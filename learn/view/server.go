@@ -16,7 +16,7 @@ import (
 //go:embed page
 var pageFS embed.FS
 
-// maxUpdatesPerSecond: state updates are coalesced, so a burst of writes
+// updateInterval: state updates are coalesced, so a burst of writes
 // cannot flood the browser.
 const updateInterval = 100 * time.Millisecond
 

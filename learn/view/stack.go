@@ -327,8 +327,8 @@ func (s *Stack) Restart(others int) error {
 }
 
 // viewWatcher is a watch the learner added, opened in process on the
-// ConfigMaps Cacher with the options lab 03's WatchServer would pass it:
-// the Cacher cannot tell it from one behind HTTP. In process, a slow reader
+// ConfigMaps Cacher with mostly the options lab 03's WatchServer would pass
+// it (but no request timeout, so no bookmark before one). In process, a slow reader
 // is slow at once; behind HTTP, the TCP and HTTP/2 buffers would first hold
 // megabytes of events.
 type viewWatcher struct {

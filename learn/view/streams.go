@@ -85,7 +85,7 @@ func (s *streams) snapshot() (open, closed []StreamState) {
 }
 
 // countingWriter counts what the WatchServer writes and flushes. It keeps
-// http.Flusher (the WatchServer flushes each event) and Unwrap (for
+// http.Flusher (the WatchServer flushes when no other event waits) and Unwrap (for
 // http.ResponseController).
 type countingWriter struct {
 	http.ResponseWriter

@@ -342,6 +342,9 @@ func (c *Cacher) terminateAllWatchers() {
 //     then changes;
 //   - RV N: the ring's events after N, then changes; 410 Expired as a
 //     single ERROR event if the ring no longer reaches back to N;
+//   - sendInitialEvents=false: no initial events; live changes from RV N,
+//     from the cache's RV for RV "0", or from etcd's current revision for
+//     RV "";
 //   - sendInitialEvents=true (a streaming list): the current objects as
 //     ADDED (for RV "", after the cache caught up with etcd's current
 //     revision), then, if the watch allows bookmarks, a BOOKMARK

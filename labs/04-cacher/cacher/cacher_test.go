@@ -418,12 +418,30 @@ func TestListRouting(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Name != "p2" || e.cacher.Metrics().ListsFromStorage != 2 {
 		t.Errorf("continue: %d items, metrics %+v", len(list.Items), e.cacher.Metrics())
 	}
-	// Get with RV "0" from memory; RV "" from etcd.
+	// An exact RV: from etcd.
+	exact := everything()
+	rv, _ := e.store.GetCurrentResourceVersion(ctx)
+	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: fmt.Sprint(rv), ResourceVersionMatch: metav1.ResourceVersionMatchExact, Recursive: true, Predicate: exact}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 3 || e.cacher.Metrics().ListsFromStorage != 3 {
+		t.Errorf("exact RV %d: %d items, metrics %+v", rv, len(list.Items), e.cacher.Metrics())
+	}
+	// Get with RV "0" from memory (no Get reaches storage); RV "" from etcd.
 	p := &v1.Pod{}
 	if err := e.cacher.Get(ctx, e.key("ns", "p1"), storage.GetOptions{ResourceVersion: "0"}, p); err != nil || p.Name != "p1" {
 		t.Errorf("get RV 0: %v %s", err, p.Name)
 	}
 	if err := e.cacher.Get(ctx, e.key("ns", "nope"), storage.GetOptions{ResourceVersion: "0"}, p); !storage.IsNotFound(err) {
 		t.Errorf("get missing: %v", err)
+	}
+	if n := e.store.Gets.Load(); n != 0 {
+		t.Errorf("%d Gets reached storage for RV \"0\", want 0", n)
+	}
+	if err := e.cacher.Get(ctx, e.key("ns", "p1"), storage.GetOptions{}, p); err != nil || p.Name != "p1" {
+		t.Errorf("get RV \"\": %v %s", err, p.Name)
+	}
+	if n := e.store.Gets.Load(); n != 1 {
+		t.Errorf("%d Gets reached storage after a Get with RV \"\", want 1", n)
 	}
 }

@@ -24,8 +24,8 @@ package cacher
 // encodings (`conditionalSet`,
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go:227-246). Ours is read-only: getters read the shared object, and the only
 // change the Cacher itself makes (the resourceVersion of a DELETED made from
-// a selector change) happens on a DeepCopyObject, which is a new
-// cachingObject with its own cache. A consumer that wants to modify the
+// a selector change) happens on a DeepCopyObject of the event's plain
+// PrevObject (convert.go), never on the shared cachingObject. A consumer that wants to modify the
 // object takes GetObject(), a private copy.
 
 import (

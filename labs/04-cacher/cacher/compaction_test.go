@@ -61,7 +61,8 @@ func TestCompactionRelistsAndNoWatcherMissesAnEvent(t *testing.T) {
 			}
 		})
 	})
-	// Break the etcd watch, as a lost connection would.
+	// End the etcd watch cleanly (CountingStorage.BreakWatches stops it, as a
+	// storage that dropped its connection could; etcd's client would resume).
 	e.store.BreakWatches()
 	waitFor(t, "the resumed watch got 410", func() bool { return e.cacher.Metrics().ExpiredWatches == 1 })
 	clk.Step(relistBackoff)

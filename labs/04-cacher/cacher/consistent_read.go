@@ -14,9 +14,11 @@ package cacher
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
 //  1. ask etcd for its current revision. Upstream's etcd3 store does it
-//     with `GetCurrentResourceVersion`, a LIST with `Limit` 1 of the
-//     resource (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:704-712);
-//     ours with a count-only read, which returns no object at all;
+//     with `GetCurrentResourceVersion`, a non-recursive `GetList` of the
+//     bare resource prefix (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:704-712):
+//     an etcd Get of the one key /registry/<resource>, which holds nothing,
+//     read only for the revision in the response's header; ours with a
+//     count-only read of the prefix, which returns no object either;
 //  2. wait until the cache's resourceVersion reaches it. If the resource
 //     is busy, events carry the cache there. If it is idle, nothing would
 //     (etcd sends progress notifications on its own only every 10 minutes,

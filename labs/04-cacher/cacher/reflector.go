@@ -16,9 +16,10 @@ package cacher
 // Reflector is taught (with its paging, watch-list and backoff policies),
 // and here a reader should see in forty lines exactly when the Cacher keeps
 // its one etcd watch and when it relists:
-//   - the etcd watch closed without an error (a broken connection): watch
-//     again from the cache's resourceVersion; nothing is lost, etcd still
-//     has that history;
+//   - the etcd watch closed without an error (its context ended, or a
+//     storage that drops connections ended it cleanly; etcd's own client
+//     resumes a broken gRPC stream by itself): watch again from the cache's
+//     resourceVersion; nothing is lost, etcd still has that history;
 //   - the watch failed, with 410 Expired (its revision was compacted while
 //     we were not watching) or any other error: relist. The cache no longer
 //     knows what happened in between, so, as upstream's `startCaching`

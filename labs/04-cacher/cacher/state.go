@@ -57,8 +57,10 @@ type State struct {
 	Ended    []WatcherState
 }
 
-// RingState is the watch cache's ring of recent events: a watch from an RV
-// in [OldestRV-1, NewestRV] is served from it; an older one gets 410.
+// RingState is the watch cache's ring of recent events. A watch from an RV
+// at or after the listed RV is served while no event was dropped; once the
+// ring dropped some, from OldestRV-1 on. An older one gets 410
+// (getAllEventsSinceLocked in watch_cache.go).
 type RingState struct {
 	Capacity int
 	Len      int

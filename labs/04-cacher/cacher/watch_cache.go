@@ -227,8 +227,8 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 // window/default rounded up to a power of two (the ring only doubles), so
 // that a busy resource still keeps the whole window (upstream: the same
 // `capacityUpperBound`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:211-231,
-// which caps the exponent so the result fits in 32 bits; ours caps it at
-// 14, a window 16,384 times the default).
+// which caps the exponent so the result fits in 32 bits: at 14, a window
+// 16,384 times the default, as ours does).
 func capacityUpperBound(window time.Duration) int {
 	if window <= DefaultEventFreshDuration {
 		return upperBoundCapacity

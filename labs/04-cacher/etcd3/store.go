@@ -7,7 +7,7 @@
 // Upstream twin: the `store` type of k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:80
 // (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
 // `interpretListError` and `interpretWatchError`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-85). The watch
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-89). The watch
 // half is in watcher.go here, as upstream.
 //
 // What it keeps from upstream:

@@ -245,7 +245,7 @@ func (wc *watchChan) send(ev watch.Event) bool {
 }
 
 // interpretWatchError: upstream's `interpretWatchError`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-64).
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-50).
 func interpretWatchError(err error) error {
 	if err == nil {
 		return nil

@@ -21,8 +21,8 @@ import (
 // ... [25.6s,51.2s), then [30s,60s) until 2 minutes after the last reset,
 // when the sequence starts again at 800ms (the reset comes 2 minutes after
 // the previous reset, failures or not: `backoffManager.Step`,
-// k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304): about 0.05
-// to 0.07 QPS against an apiserver that keeps failing. The values are
+// k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304): about 0.04
+// to 0.065 QPS against an apiserver that keeps failing. The values are
 // upstream's `defaultBackoffInit` and its siblings
 // (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:57-67).
 const (

@@ -1,8 +1,9 @@
 // Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (DeltaType,
 // Delta, Deltas, DeletedFinalStateUnknown) and the_real_fifo.go
-// (ReplacedAllInfo, BookmarkInfo, SyncAllInfo).
+// (ReplacedAllInfo, BookmarkInfo).
 //
-// Left out: Deltas.Oldest/Newest helpers beyond what we use, and the
+// Left out: SyncAllInfo (our SyncAll delta has a nil Object),
+// Deltas.Oldest/Newest helpers beyond what we use, and the
 // copyDeltas defensive copy (our queues never hand out a slice they keep).
 
 package informer

@@ -56,9 +56,9 @@ type ReflectorStore interface {
 
 // defaultMinWatchTimeout is upstream's `defaultMinWatchTimeout`
 // (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:54-58): each watch asks
-// the server to end it after a random time in [5m, 10m), so that after an
-// apiserver restart thousands of clients do not all come back at the same
-// moment.
+// the server to end it after a random time in [5m, 10m), to spread the load
+// on the apiserver: clients that connected together do not keep timing out
+// and watching again together.
 const defaultMinWatchTimeout = 5 * time.Minute
 
 // defaultPageSize is tools/pager's `defaultPageSize`
@@ -232,7 +232,9 @@ func (r *Reflector) relistResourceVersion() string {
 // rewatchResourceVersion is what a streaming list asks for, as upstream's
 // `rewatchResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1135-1146):
 // the last resourceVersion seen, or "" (the newest, consistent) the first
-// time or after a 410.
+// time, or once a list or streaming list at the last resourceVersion was
+// refused (410 or too large). After a watch's 410 it is still the last
+// resourceVersion: the relist asks for it first.
 func (r *Reflector) rewatchResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()

@@ -119,7 +119,7 @@ func (n noWatchList) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 }
 
 // TestReflectorFallsBackToPaginatedList: when the streaming list fails, a
-// LIST at resourceVersion "0" in pages of 500, then a watch from the list's
+// LIST at resourceVersion "0" in pages (of 2 here, PageSize), then a watch from the list's
 // resourceVersion.
 func TestReflectorFallsBackToPaginatedList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -70,7 +70,7 @@ type SharedIndexInformer struct {
 	clock   clock.Clock
 
 	processor *sharedProcessor
-	synced    chan struct{} // closed when the FIFO has processed the first list
+	synced    chan struct{} // closed when the FIFO has processed the first list (a DeltaFIFO closes it as it pops the last initial item, as upstream's)
 
 	// startedLock guards started, stopped, reflector, queue and resyncCheckPeriod.
 	startedLock       sync.Mutex
@@ -266,7 +266,7 @@ func (s *SharedIndexInformer) processLoop(queue fifo) {
 // handleBatch applies popped deltas to the cache and distributes them. A
 // RealFIFO batch has distinct objects and is applied to the cache in one
 // step (one lock), then distributed in order; a DeltaFIFO's Deltas are all
-// of one object, applied one by one.
+// of one object, applied in order in one step, then announced.
 func (s *SharedIndexInformer) handleBatch(deltas []Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()

@@ -5,7 +5,9 @@ package informer
 //
 // Upstream twin: none. client-go's Reflector shows its state only in its
 // logs and through `LastSyncResourceVersion`
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1097-1101); this is the
+// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1097-1101), and 1.36's
+// informer metrics (`InformerMetricsProvider`, queue depth and store RV:
+// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:38-58); this is the
 // course's addition so that a learner can watch a relist happen. It is
 // written at the points where the Reflector changes what it does and read
 // under a mutex; it changes no behaviour.

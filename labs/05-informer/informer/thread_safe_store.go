@@ -164,9 +164,11 @@ type storeOp struct {
 	delete bool
 }
 
-// apply makes a batch of changes under one lock, so a Lister sees all of
-// them or none (upstream: threadSafeMap.Transaction). The batch's keys are
-// distinct (RealFIFO.PopBatch guarantees it). It stops at the first error.
+// apply makes a batch of changes under one lock, so a Lister never sees
+// half a batch while it is applied (upstream: threadSafeMap.Transaction).
+// The batch's keys are distinct (RealFIFO.PopBatch guarantees it). It stops
+// at the first error: the changes before it stay applied, and the informer
+// then drops the batch's notifications (handleBatch).
 func (c *Indexer) apply(ops []storeOp) error {
 	c.lock.Lock()
 	defer c.lock.Unlock()

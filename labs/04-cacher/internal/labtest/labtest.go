@@ -95,6 +95,8 @@ func Predicate(label labels.Selector, field fields.Selector) storage.SelectionPr
 type CountingStorage struct {
 	storage.Interface
 	Opened atomic.Int64
+	// Gets counts Get calls: the reads the Cacher sent to storage.
+	Gets atomic.Int64
 	// MaxOpen is the most watches ever open at once.
 	MaxOpen atomic.Int64
 	open    atomic.Int64
@@ -113,6 +115,12 @@ func (c *CountingStorage) SetBeforeWatch(f func(opts storage.ListOptions)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.before = f
+}
+
+// Get counts and delegates.
+func (c *CountingStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	c.Gets.Add(1)
+	return c.Interface.Get(ctx, key, opts, out)
 }
 
 // BreakWatches stops every open watch, as a broken etcd connection would.
