@@ -102,7 +102,8 @@ func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {
 	if indexed != 1 {
 		t.Fatalf("watcher not indexed under node-1")
 	}
-	// Pods on node-2 are not even offered to it: its input stays empty.
+	// Pods on node-2 never reach its client (that they are not even offered
+	// to it, TestTriggeredWatchersOfOldAndNewValue counts).
 	for i := range 20 {
 		e.create(t, "ns", fmt.Sprint("other-", i), "node-2", nil)
 	}

@@ -16,8 +16,8 @@ package cacher
 // Reflector is taught (with its paging, watch-list and backoff policies),
 // and here a reader should see in forty lines exactly when the Cacher keeps
 // its one etcd watch and when it relists:
-//   - the etcd watch closed without an error (its context ended, or a
-//     storage that drops connections ended it cleanly; etcd's own client
+//   - the etcd watch closed without an error (stopped from outside, as a
+//     storage that drops connections could end it; etcd's own client
 //     resumes a broken gRPC stream by itself): watch again from the cache's
 //     resourceVersion; nothing is lost, etcd still has that history;
 //   - the watch failed, with 410 Expired (its revision was compacted while

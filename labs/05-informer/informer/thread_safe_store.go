@@ -166,7 +166,8 @@ type storeOp struct {
 
 // apply makes a batch of changes under one lock, so a Lister never sees
 // half a batch while it is applied (upstream: threadSafeMap.Transaction).
-// The batch's keys are distinct (RealFIFO.PopBatch guarantees it). It stops
+// A RealFIFO batch's keys are distinct (PopBatch guarantees it); a
+// DeltaFIFO's Deltas are all one key's, applied in order. It stops
 // at the first error: the changes before it stay applied, and the informer
 // then drops the batch's notifications (handleBatch).
 func (c *Indexer) apply(ops []storeOp) error {

@@ -123,7 +123,8 @@ func (c *CountingStorage) Get(ctx context.Context, key string, opts storage.GetO
 	return c.Interface.Get(ctx, key, opts, out)
 }
 
-// BreakWatches stops every open watch, as a broken etcd connection would.
+// BreakWatches stops every open watch cleanly, as a storage that dropped its
+// connection could end it (etcd's own client would resume a broken stream).
 func (c *CountingStorage) BreakWatches() {
 	c.mu.Lock()
 	active := c.active
