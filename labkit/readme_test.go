@@ -833,18 +833,25 @@ func copyCheckout(root, dst string) error {
 }
 
 // readmeEnv is the learner's environment: this process's, without what
-// would point the commands at another cluster or workspace.
+// would point the commands at another cluster or workspace, and with
+// -count=1 in GOFLAGS: a learner typing a README's `go test` on a fresh
+// checkout sees it run, where this machine's shared test cache could answer
+// "(cached)" from an earlier run of the same command.
 func readmeEnv() []string {
 	var env []string
+	goflags := "-count=1"
 	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "KUBECONFIG", "GOWORK", "PWD", "OLDPWD":
+			continue
+		case "GOFLAGS":
+			goflags = strings.TrimSpace(v + " " + goflags)
 			continue
 		}
 		env = append(env, kv)
 	}
-	return env
+	return append(env, "GOFLAGS="+goflags)
 }
 
 func TestREADMECommands(t *testing.T) {

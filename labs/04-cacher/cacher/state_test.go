@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -18,6 +19,7 @@ import (
 // watcher's request and buffer, and why a watcher ended (a slow one: too
 // slow; one its client stopped: stopped by its consumer).
 func TestStateShowsRingWatchersAndWhyTheyEnded(t *testing.T) {
+	labkit.ChecksExercise(t, "time-budget")
 	checkLeaks(t)
 	clk := testingclock.NewFakeClock(time.Now())
 	e := newPodEnv(t, clk)
