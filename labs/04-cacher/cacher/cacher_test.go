@@ -102,8 +102,9 @@ func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {
 	if indexed != 1 {
 		t.Fatalf("watcher not indexed under node-1")
 	}
-	// Pods on node-2 never reach its client (that they are not even offered
-	// to it, TestTriggeredWatchersOfOldAndNewValue counts).
+	// Pods on node-2 never reach its client (that a node's watcher is not
+	// even offered other nodes' events, TestTriggeredWatchersOfOldAndNewValue
+	// counts).
 	for i := range 20 {
 		e.create(t, "ns", fmt.Sprint("other-", i), "node-2", nil)
 	}

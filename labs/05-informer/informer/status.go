@@ -8,7 +8,7 @@ package informer
 // (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1097-1101), and 1.36's
 // informer metrics of the FIFO and store, not of the Reflector
 // (`InformerMetricsProvider`, queue depth, processing latency and store RV:
-// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:38-58); this is the
+// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59); this is the
 // course's addition so that a learner can watch a relist happen. It is
 // written at the points where the Reflector changes what it does and read
 // under a mutex; it changes no behaviour.
