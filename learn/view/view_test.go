@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // chromium finds the browser the way scripts/render-diagrams.sh does:
@@ -126,20 +127,19 @@ func TestViewInABrowser(t *testing.T) {
 	// waitText polls the page until the element's text satisfies ok.
 	waitText := func(what string, sel chromedp.CSS, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
 		var text string
-		for time.Now().Before(deadline) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 			got, err := chromedp.Run(browser, chromedp.Text(sel))
-			if err == nil {
-				text = got
-				if ok(text) {
-					return text
-				}
+			if err != nil {
+				return false, nil
 			}
-			time.Sleep(100 * time.Millisecond) // polling the page, with the deadline above
+			text = got
+			return ok(text), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %s never showed what we wait for; last text: %q", what, sel, text)
 		}
-		t.Fatalf("%s: %s never showed what we wait for; last text: %q", what, sel, text)
-		return ""
+		return text
 	}
 	shot := func(name string) {
 		t.Helper()
