@@ -290,10 +290,10 @@ func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
 //	old matched, new does not:  DELETED old, with the change's RV
 func (w *watcher) convert(ev *event) (watch.Event, bool) {
 	if ev.typ == watch.Bookmark {
-		// As cacheWatcher.process: a bookmark is sent if its RV is past
-		// the one the watch started from, even if the watcher has already
-		// seen an event at that RV (then it tells the client nothing new,
-		// but costs little).
+		// Like cacheWatcher.process for live events: sent if its RV is past
+		// the requested one, even at an RV the watcher has seen (nothing new
+		// for the client, but cheap). Upstream first raises that RV past the
+		// events it replays (processInterval); we do not, a simplification.
 		if !w.bookmarks || ev.rv <= w.after {
 			return watch.Event{}, false
 		}
