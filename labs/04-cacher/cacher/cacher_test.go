@@ -318,13 +318,21 @@ func TestBookmarksPeriodicAndBeforeDeadline(t *testing.T) {
 		t.Fatalf("control: %s", describe(ev))
 	}
 	bookmarkAt(27 * time.Second) // at 88 s: 2 s before the 90 s deadline
+	// The dispatcher counts a bookmark after handing it over, so a client
+	// can hold it before it is counted: wait for the count. So far: w and
+	// control at 61 s, w at 88 s.
+	const sent = 3
+	waitFor(t, "the 88 s bookmark counted", func() bool { return e.cacher.Metrics().BookmarksSent >= sent })
+	if got := e.cacher.Metrics().BookmarksSent; got != sent {
+		t.Fatalf("%d bookmarks by 88 s, want %d", got, sent)
+	}
 	// At 148 s the control watcher is due again; the deadline watcher is
 	// not, ever again, and the late one never was.
-	sent := e.cacher.Metrics().BookmarksSent
 	clk.Step(time.Minute)
 	if ev := next(t, control); ev.Type != watch.Bookmark {
 		t.Fatalf("control: %s", describe(ev))
 	}
+	waitFor(t, "the 148 s bookmark counted", func() bool { return e.cacher.Metrics().BookmarksSent >= sent+1 })
 	if got := e.cacher.Metrics().BookmarksSent; got != sent+1 {
 		t.Errorf("%d bookmarks at 148 s, want only the control watcher's", got-sent)
 	}
