@@ -5,22 +5,13 @@ package main
 // the format is written down once. What is left here is labcluster's own.
 
 import (
-	"net"
-
 	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 )
 
 // State is state.json (clusterstate.State).
 type State = clusterstate.State
 
-// freePort asks the kernel for an unused loopback port. Another process could
-// take it before we bind it again; on a lab machine that race is rare, and a
-// clash shows up as a clear "address already in use" in the component's log.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is clusterstate.FreeLoopbackPort: a loopback port outside the
+// range outgoing connections use, so none of the suite's many clients can
+// take it between this check and the component's bind.
+func freePort() (int, error) { return clusterstate.FreeLoopbackPort() }

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/rogpeppe/go-internal/testscript"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -520,9 +520,7 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: freeport VAR")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := clusterstate.FreeLoopbackPort()
 	ts.Check(err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	ts.Setenv(args[0], strconv.Itoa(port))
 }

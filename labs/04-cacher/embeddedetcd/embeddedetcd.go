@@ -10,13 +10,17 @@
 package embeddedetcd
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -67,36 +71,25 @@ func Start(cfg Config) (*Server, error) {
 	} else if inUse {
 		return nil, fmt.Errorf("etcd dir %s is in use (another miniapiserver?)", dir)
 	}
-	clientURL, err := freeLoopbackURL()
-	if err != nil {
-		removeTemp(tempDir)
-		return nil, err
-	}
-	peerURL, err := freeLoopbackURL()
-	if err != nil {
-		return nil, err
-	}
-	ec := embed.NewConfig()
-	ec.Name = "lab04"
-	ec.Dir = dir
-	ec.ListenClientUrls = []url.URL{clientURL}
-	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ListenPeerUrls = []url.URL{peerURL}
-	ec.AdvertisePeerUrls = []url.URL{peerURL}
-	ec.InitialCluster = ec.Name + "=" + peerURL.String()
-	// Errors only, to stderr; and none once Close has begun, where etcd
-	// logs its own listeners closing ("mux: server closed", "use of closed
-	// network connection") as errors after every test binary's last test.
+	// Ports are picked free and then handed to etcd, so another process can
+	// take one in between (the test suite starts many servers at once). A
+	// bind failure is retried on new ports; etcd fails on its listeners
+	// before it touches the data directory, so a retry starts clean.
 	closing := new(atomic.Bool)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(quietOnClose{
-		Core:    zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.ErrorLevel),
-		closing: closing,
-	}))
-	ec.UnsafeNoFsync = !cfg.Fsync
-	e, err := embed.StartEtcd(ec)
-	if err != nil {
-		removeTemp(tempDir)
-		return nil, fmt.Errorf("start etcd: %w", err)
+	var (
+		e         *embed.Etcd
+		clientURL url.URL
+		err       error
+	)
+	for attempt := 1; ; attempt++ {
+		e, clientURL, err = startOnFreePorts(dir, cfg.Fsync, closing)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			removeTemp(tempDir)
+			return nil, fmt.Errorf("start etcd: %w", err)
+		}
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -128,6 +121,36 @@ func (s *Server) Close() error {
 	return err
 }
 
+// startOnFreePorts starts one etcd member on dir, on two ports just found free.
+func startOnFreePorts(dir string, fsync bool, closing *atomic.Bool) (*embed.Etcd, url.URL, error) {
+	clientURL, err := pickLoopbackURL()
+	if err != nil {
+		return nil, url.URL{}, err
+	}
+	peerURL, err := pickLoopbackURL()
+	if err != nil {
+		return nil, url.URL{}, err
+	}
+	ec := embed.NewConfig()
+	ec.Name = "lab04"
+	ec.Dir = dir
+	ec.ListenClientUrls = []url.URL{clientURL}
+	ec.AdvertiseClientUrls = []url.URL{clientURL}
+	ec.ListenPeerUrls = []url.URL{peerURL}
+	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.InitialCluster = ec.Name + "=" + peerURL.String()
+	// Errors only, to stderr; and none once Close has begun, where etcd
+	// logs its own listeners closing ("mux: server closed", "use of closed
+	// network connection") as errors after every test binary's last test.
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(quietOnClose{
+		Core:    zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.ErrorLevel),
+		closing: closing,
+	}))
+	ec.UnsafeNoFsync = !fsync
+	e, err := embed.StartEtcd(ec)
+	return e, clientURL, err
+}
+
 // quietOnClose is a zap core that drops every entry once closing is set.
 type quietOnClose struct {
 	zapcore.Core
@@ -145,18 +168,19 @@ func (q quietOnClose) With(fields []zapcore.Field) zapcore.Core {
 	return quietOnClose{Core: q.Core.With(fields), closing: q.closing}
 }
 
-// freeLoopbackURL asks the kernel for a free port on 127.0.0.1. Another
-// process may take it before etcd binds it; a start failure says so.
+// pickLoopbackURL is freeLoopbackURL; a test replaces it to hand etcd a
+// port that is taken.
+var pickLoopbackURL = freeLoopbackURL
+
+// freeLoopbackURL finds a free port on 127.0.0.1 (outside the range the
+// kernel gives outgoing connections: clusterstate.FreeLoopbackPort). Another
+// process may take it before etcd binds it; Start then tries new ports.
 func freeLoopbackURL() (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := clusterstate.FreeLoopbackPort()
 	if err != nil {
 		return url.URL{}, err
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		return url.URL{}, err
-	}
-	return url.URL{Scheme: "http", Host: addr}, nil
+	return url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
 }
 
 func removeTemp(dir string) {

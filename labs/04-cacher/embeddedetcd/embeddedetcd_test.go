@@ -1,6 +1,8 @@
 package embeddedetcd
 
 import (
+	"net"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -39,5 +41,41 @@ func TestSecondServerOnADirInUseFailsAtOnce(t *testing.T) {
 	}
 	if _, err := first.Client.Put(t.Context(), "/still", "serving"); err != nil {
 		t.Errorf("the first server after the refused second: %v", err)
+	}
+}
+
+// TestStartRetriesWhenAPortIsTaken: a port found free can be taken by another
+// process before etcd binds it (the test suite starts many servers at once).
+// Start picks new ports and starts, instead of failing with "address already
+// in use".
+func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	picks := 0
+	pickLoopbackURL = func() (url.URL, error) {
+		picks++
+		if picks == 1 {
+			return url.URL{Scheme: "http", Host: taken.Addr().String()}, nil
+		}
+		return freeLoopbackURL()
+	}
+	defer func() { pickLoopbackURL = freeLoopbackURL }()
+
+	s, err := Start(Config{})
+	if err != nil {
+		t.Fatalf("Start with the first client port taken: %v", err)
+	}
+	defer s.Close()
+	if s.Endpoint == "http://"+taken.Addr().String() {
+		t.Fatalf("etcd reports the taken port %s as its endpoint", s.Endpoint)
+	}
+	if picks < 4 {
+		t.Fatalf("ports picked: %d, want a second pair after the taken one", picks)
+	}
+	if _, err := s.Client.Put(t.Context(), "k", "v"); err != nil {
+		t.Fatalf("put after the retry: %v", err)
 	}
 }
