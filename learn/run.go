@@ -214,6 +214,25 @@ func cmdView(u *ui, root string, args []string) int {
 		fmt.Fprintf(u.err, "%slabs: building the view failed: %v\n", out, err)
 		return 1
 	}
+	// The real cluster beside the course's stack: the one that is up, by
+	// the course's rule (clusterstate.Discover), unless the learner named
+	// one with -kubeconfig (or none, with -kubeconfig=).
+	if !hasFlag(args, "kubeconfig") {
+		found, err := clusterstate.Discover(root, func(kc string) error {
+			if !clusterAnswers(context.Background(), root, kc) {
+				return errors.New("it does not answer")
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			u.printf("labs: %v; the view shows the course's stack alone\n", err)
+		case found == nil:
+			u.printf("labs: no cluster is up, so the view shows the course's stack alone (scripts/cluster-up.sh, then labs view again, adds the real kube-apiserver beside it)\n")
+		default:
+			args = append([]string{"-kubeconfig", found.Kubeconfig}, args...)
+		}
+	}
 	signal.Ignore(os.Interrupt, syscall.SIGTERM) // the view handles them; we wait for it
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = root
@@ -227,6 +246,20 @@ func cmdView(u *ui, root string, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// hasFlag reports whether args set -name or --name (with or without =value).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // cmdTrace runs learn/trace (its own main package: it imports every lab, so

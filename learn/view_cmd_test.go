@@ -69,6 +69,18 @@ func TestLabsViewServesThenStopsOnCtrlC(t *testing.T) {
 			t.Fatalf("no URL after 5 minutes:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
 		}
 	}
+	// It says whether the real cluster is beside the course's stack: the
+	// one that is up, by the course's rule, or none.
+	saidCluster := false
+	for _, l := range seen {
+		if strings.HasPrefix(l, "labs: ") && strings.Contains(l, "the view shows the course's stack alone") ||
+			strings.HasPrefix(l, "view: and beside it the real cluster of ") {
+			saidCluster = true
+		}
+	}
+	if !saidCluster {
+		t.Errorf("labs view did not say whether a real cluster is beside the stack:\n%s", strings.Join(seen, "\n"))
+	}
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -37,6 +39,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("view", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("listen", "127.0.0.1:0", "where the page is served (127.0.0.1 only; port 0: a free one)")
+	kubeconfig := fs.String("kubeconfig", "", "a real cluster to show beside the course's stack: the view writes the same ConfigMaps to its namespace \""+namespace+"\" and watches them with client-go (scripts/labs view passes the cluster that is up)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,7 +54,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "view: starting the course's stack (etcd, lab 04's Cacher, lab 03's API server, lab 02's ListWatch, lab 05's informer) ...")
 	log := &eventLog{}
-	s, err := startStack(ctx, log)
+	if *kubeconfig != "" {
+		fmt.Fprintf(stdout, "view: and beside it the real cluster of %s (client-go's informer, the kube-apiserver's /metrics) ...\n", shortPath(*kubeconfig))
+	}
+	s, err := startStack(ctx, log, *kubeconfig)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintln(stderr, "view:", err)
@@ -79,4 +85,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv.Shutdown(shutdownCtx)
 	fmt.Fprintln(stdout, "view: stopped")
 	return 0
+}
+
+// shortPath is path relative to the working directory when it lies below
+// it (.cluster/kubeconfig, from the checkout's root), else path.
+func shortPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }

@@ -54,6 +54,9 @@ type Stack struct {
 
 	restarts atomic.Int64
 	busy     atomic.Bool // a restart is running
+
+	// real is the real cluster beside the course's stack (real.go), or nil.
+	real *realCluster
 }
 
 // handlerStats counts the handler's calls and their lag: from the moment
@@ -86,7 +89,8 @@ func (h *handlerStats) record(kind string, lag time.Duration, known bool) {
 }
 
 // startStack starts every layer and waits for the informer's first sync.
-func startStack(ctx context.Context, log *eventLog) (*Stack, error) {
+// With a kubeconfig it also starts the real cluster's side (real.go).
+func startStack(ctx context.Context, log *eventLog, kubeconfig string) (*Stack, error) {
 	s := &Stack{streams: newStreams(), log: log, writes: map[string]time.Time{}}
 	mini, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", Wrap: s.streams.wrap, ErrorLog: discardLog{}})
 	if err != nil {
@@ -135,11 +139,21 @@ func startStack(ctx context.Context, log *eventLog) (*Stack, error) {
 		s.Close()
 		return nil, errors.New("lab 05's informer did not sync within a minute")
 	}
+	if kubeconfig != "" {
+		if s.real, err = startReal(ctx, kubeconfig, log); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// Close stops the informer, every watcher and the server.
+// Close stops the informer, every watcher and the server, and the real
+// cluster's informer.
 func (s *Stack) Close() {
+	if s.real != nil {
+		s.real.Close()
+	}
 	s.stopInformer()
 	<-s.informerDone
 	s.watchersMu.Lock()
@@ -209,6 +223,9 @@ func (s *Stack) Create(ctx context.Context) (string, error) {
 		Data: map[string]string{"v": "1"}}
 	s.sent(name)
 	_, err := s.client.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
+	if err == nil && s.real != nil {
+		s.real.create(ctx, cm)
+	}
 	return name, err
 }
 
@@ -239,9 +256,13 @@ func (s *Stack) Update(ctx context.Context) (string, error) {
 	if err != nil {
 		return name, err
 	}
-	cm.Data["v"] = fmt.Sprint(time.Now().UnixNano())
+	value := fmt.Sprint(time.Now().UnixNano())
+	cm.Data["v"] = value
 	s.sent(name)
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	if err == nil && s.real != nil {
+		s.real.update(ctx, name, value)
+	}
 	return name, err
 }
 
@@ -252,7 +273,11 @@ func (s *Stack) Delete(ctx context.Context) (string, error) {
 		return "", errors.New("nothing to delete: create a ConfigMap first")
 	}
 	s.sent(name)
-	return name, s.client.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := s.client.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil && s.real != nil {
+		s.real.del(ctx, name)
+	}
+	return name, err
 }
 
 // Burst writes n ConfigMaps from 4 writers at once.

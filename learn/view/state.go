@@ -20,6 +20,7 @@ type ViewState struct {
 	Streams  StreamsView   `json:"streams"`
 	Informer InformerView  `json:"informer"`
 	Watchers []WatcherView `json:"watchers"`
+	Real     *RealView     `json:"real"`   // nil: no real cluster beside it
 	Log      []LogEntry    `json:"log"`    // notes: actions, errors, endings
 	Events   []LogEntry    `json:"events"` // the handler's calls
 }
@@ -79,6 +80,20 @@ type WatcherView struct {
 	Ended    string `json:"ended"`
 }
 
+// view is the handler's counts and its lag's median and 99th percentile
+// over the last 200 calls.
+func (h *handlerStats) view() HandlerView {
+	h.mu.Lock()
+	v := HandlerView{Adds: h.adds, Updates: h.updates, Deletes: h.deletes, LastLagMs: ms(h.lastLag)}
+	lags := slices.Clone(h.lags)
+	h.mu.Unlock()
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		v.P50LagMs, v.P99LagMs = ms(lags[len(lags)/2]), ms(lags[(len(lags)*99)/100])
+	}
+	return v
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // snapshot reads every layer once.
@@ -109,15 +124,10 @@ func (s *Stack) snapshot(ctx context.Context) ViewState {
 		keys, _ := idx.IndexKeys("color", c)
 		v.Informer.IndexKeys[c] = len(keys)
 	}
-	s.handler.mu.Lock()
-	h := HandlerView{Adds: s.handler.adds, Updates: s.handler.updates, Deletes: s.handler.deletes, LastLagMs: ms(s.handler.lastLag)}
-	lags := slices.Clone(s.handler.lags)
-	s.handler.mu.Unlock()
-	if len(lags) > 0 {
-		slices.Sort(lags)
-		h.P50LagMs, h.P99LagMs = ms(lags[len(lags)/2]), ms(lags[(len(lags)*99)/100])
+	v.Informer.Handler = s.handler.view()
+	if s.real != nil {
+		v.Real = s.real.view()
 	}
-	v.Informer.Handler = h
 
 	s.watchersMu.Lock()
 	for _, w := range s.watchers {

@@ -82,78 +82,13 @@ func TestViewInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	log := &eventLog{}
-	s, err := startStack(ctx, log)
+	s, err := startStack(ctx, log, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ln, err := listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String() + "/"
-	srvCtx, stopSrv := context.WithCancel(ctx)
-	srv := &http.Server{Handler: newHandler(srvCtx, s, ln.Addr().String())}
-	go srv.Serve(ln)
-	defer func() { stopSrv(); srv.Close() }()
-
-	alloc, stopAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1400, 1900),
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer stopAlloc()
-	browser, stopBrowser := chromedp.NewContext(alloc)
-	defer stopBrowser()
-	// Every request the page makes, from the browser's own network events
-	// (subscribed before the page opens).
-	var reqMu sync.Mutex
-	var requests []string
-	reqEvents := chromedp.Events(browser, network.RequestWillBeSent)
-	go func() {
-		for ev, err := range reqEvents {
-			if err != nil {
-				return
-			}
-			reqMu.Lock()
-			requests = append(requests, ev.Request.URL)
-			reqMu.Unlock()
-		}
-	}()
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(browser, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// waitText polls the page until the element's text satisfies ok.
-	waitText := func(what string, sel chromedp.CSS, ok func(string) bool) string {
-		t.Helper()
-		var text string
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-			got, err := chromedp.Run(browser, chromedp.Text(sel))
-			if err != nil {
-				return false, nil
-			}
-			text = got
-			return ok(text), nil
-		})
-		if err != nil {
-			t.Fatalf("%s: %s never showed what we wait for; last text: %q", what, sel, text)
-		}
-		return text
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(outDir, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	do("open the page", chromedp.Navigate(base))
-	waitText("connect", "#conn", func(s string) bool { return s == "live" })
+	t.Cleanup(s.Close) // after the page's server and browser (openPage) stop
+	p := openPage(t, ctx, s, chrome, outDir)
+	do, waitText, shot := p.do, p.waitText, p.shot
 
 	// 1. A slow watcher, then a burst: the dispatcher cuts it off.
 	do("add a slow watcher", chromedp.Click(chromedp.CSS(`button[data-kind="slow"]`)))
@@ -194,14 +129,106 @@ func TestViewInABrowser(t *testing.T) {
 	t.Logf("the Indexer panel showed %s objects %v after the test's own LIST returned (polled every 100 ms)", want, time.Since(start).Round(time.Millisecond))
 	shot("burst.png")
 
-	reqMu.Lock()
-	defer reqMu.Unlock()
-	for _, u := range requests {
-		if !strings.HasPrefix(u, base) {
-			t.Errorf("the page requested %s, outside %s", u, base)
+	p.checkRequests()
+}
+
+// page is the view served on 127.0.0.1 and opened in headless chromium.
+type page struct {
+	t      *testing.T
+	ctx    context.Context
+	base   string
+	outDir string
+
+	browser  context.Context
+	reqMu    sync.Mutex
+	requests []string
+}
+
+// openPage serves the view of s, opens it in chromium and waits until the
+// page is live. Everything stops when the test ends.
+func openPage(t *testing.T, ctx context.Context, s *Stack, chrome, outDir string) *page {
+	t.Helper()
+	ln, err := listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &page{t: t, ctx: ctx, base: "http://" + ln.Addr().String() + "/", outDir: outDir}
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	srv := &http.Server{Handler: newHandler(srvCtx, s, ln.Addr().String())}
+	go srv.Serve(ln)
+	t.Cleanup(func() { stopSrv(); srv.Close() })
+
+	alloc, stopAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1400, 1900),
+		chromedp.UserDataDir(t.TempDir()))...)
+	browser, stopBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(func() { stopBrowser(); stopAlloc() })
+	p.browser = browser
+	// Every request the page makes, from the browser's own network events
+	// (subscribed before the page opens).
+	reqEvents := chromedp.Events(browser, network.RequestWillBeSent)
+	go func() {
+		for ev, err := range reqEvents {
+			if err != nil {
+				return
+			}
+			p.reqMu.Lock()
+			p.requests = append(p.requests, ev.Request.URL)
+			p.reqMu.Unlock()
+		}
+	}()
+	p.do("open the page", chromedp.Navigate(p.base))
+	p.waitText("connect", "#conn", func(s string) bool { return s == "live" })
+	return p
+}
+
+func (p *page) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.browser, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitText polls the page until the element's text satisfies ok.
+func (p *page) waitText(what string, sel chromedp.CSS, ok func(string) bool) string {
+	p.t.Helper()
+	var text string
+	err := wait.PollUntilContextTimeout(p.ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		got, err := chromedp.Run(p.browser, chromedp.Text(sel))
+		if err != nil {
+			return false, nil
+		}
+		text = got
+		return ok(text), nil
+	})
+	if err != nil {
+		p.t.Fatalf("%s: %s never showed what we wait for; last text: %q", what, sel, text)
+	}
+	return text
+}
+
+func (p *page) shot(name string) {
+	p.t.Helper()
+	png, err := chromedp.Run(p.browser, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(p.outDir, name), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// checkRequests: no request of the page left its own server.
+func (p *page) checkRequests() {
+	p.t.Helper()
+	p.reqMu.Lock()
+	defer p.reqMu.Unlock()
+	for _, u := range p.requests {
+		if !strings.HasPrefix(u, p.base) {
+			p.t.Errorf("the page requested %s, outside %s", u, p.base)
 		}
 	}
-	if len(requests) < 3 {
-		t.Errorf("saw %d requests (%v): the listener is not working", len(requests), requests)
+	if len(p.requests) < 3 {
+		p.t.Errorf("saw %d requests (%v): the listener is not working", len(p.requests), p.requests)
 	}
 }

@@ -64,6 +64,25 @@ function render(s) {
   $("mine").innerHTML = (s.watchers || []).map((w) =>
     `<tr data-id="${w.id}"><td>${w.id}</td><td>${esc(w.kind)}</td><td>${esc(w.options)}</td><td class="num">${w.received}</td><td>${esc(w.last)}</td><td class="${w.ended ? "err" : ""}">${esc(w.ended || "running")}</td><td>${w.ended ? "" : `<button data-do="stop-watcher" data-id="${w.id}">stop</button>`}</td></tr>`).join("") || `<tr><td colspan="7" class="muted">add one with the buttons above</td></tr>`;
 
+  const rc = s.real;
+  $("real-none").hidden = !!rc;
+  $("real-on").hidden = !rc;
+  if (rc) {
+    set("real-server", rc.server);
+    set("real-written", rc.written);
+    set("real-failed", rc.failed);
+    set("real-objects", rc.objects);
+    const rk = rc.indexKeys || {};
+    set("real-keys", Object.keys(rk).sort().map((k) => `${k}: ${rk[k]}`).join(" · ") || "empty");
+    set("real-rv", `${rc.lastSyncRV || "–"} · ${rc.storeRV || "–"}`);
+    set("real-fifo", rc.queueLen);
+    set("real-calls", `${rc.handler.adds} · ${rc.handler.updates} · ${rc.handler.deletes}`);
+    set("real-lag", `${rc.handler.lastLagMs.toFixed(1)} · ${rc.handler.p50LagMs.toFixed(1)} · ${rc.handler.p99LagMs.toFixed(1)} ms`);
+    $("real-metrics").innerHTML = (rc.metrics || []).map((m) =>
+      `<tr data-metric="${esc(m.name)}"><td><code>${esc(m.name)}</code></td><td class="num">${m.found ? m.value : "–"}</td><td>${esc(m.shows)}</td><td>${esc(m.twin)}</td></tr>`).join("") || `<tr><td colspan="4" class="muted">${esc(rc.metricsError || "not read yet")}</td></tr>`;
+    set("real-note", rc.metricsNote + (rc.metricsError ? " · last read failed: " + rc.metricsError : rc.metricsAt && !rc.metricsAt.startsWith("0001") ? " · read " + ago(rc.metricsAt) : ""));
+  }
+
   const lines = (es) => (es || []).slice().reverse().map((e) =>
     `<li><span class="muted">${new Date(e.at).toLocaleTimeString()}</span> <span class="layer">${esc(e.layer)}</span> ${esc(e.text)}${e.path ? ` <span class="path">${esc(e.path.join(" → "))}</span>` : ""}</li>`).join("");
   $("log").innerHTML = lines(s.log);
