@@ -1,0 +1,393 @@
+package robustness
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Violation is one broken promise, with the shortest part of the history
+// that shows it.
+type Violation struct {
+	// Kind names the guarantee: ordered, unique, reliable, atomic,
+	// bookmarkable, initial-state, linearizable, informer-final,
+	// informer-delete.
+	Kind    string
+	Text    string
+	Excerpt []string
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", v.Kind, v.Text)
+	for _, l := range v.Excerpt {
+		b.WriteString("\n    " + l)
+	}
+	return b.String()
+}
+
+// Report is what Check found, with what it looked at.
+type Report struct {
+	Violations []Violation
+	// Counted: writes (and of those, with an unknown outcome that events
+	// or the final LIST resolved), watch events checked, handler calls.
+	Writes, Resolved, Events, Calls int
+}
+
+// version is one object's state after a write that changed it.
+type version struct {
+	rv     uint64
+	exists bool
+	value  string
+	labels labels.Set
+	write  *Write
+}
+
+// model is the history's writes in resourceVersion order, as etcd applied
+// them.
+type model struct {
+	h        *History
+	applied  []*Write // with a known RV, in RV order
+	byRV     map[uint64]*Write
+	resolved map[int]uint64      // write ID -> RV found for an Unknown write
+	versions map[string][]version // key -> versions in RV order
+	report   *Report
+}
+
+// Check validates a history against the promises of a Kubernetes watch and
+// an informer. It never stops at the first violation: each is reported.
+func Check(h *History) Report {
+	r := &Report{Writes: len(h.Writes), Events: len(h.Events), Calls: len(h.Calls)}
+	m := buildModel(h, r)
+	m.checkLinearizable()
+	for _, w := range h.Watches {
+		m.checkWatcher(w)
+	}
+	for _, inf := range h.Informers {
+		m.checkInformer(inf)
+	}
+	r.Resolved = len(m.resolved)
+	return *r
+}
+
+func (m *model) add(kind, text string, excerpt ...string) {
+	m.report.Violations = append(m.report.Violations, Violation{Kind: kind, Text: text, Excerpt: excerpt})
+}
+
+// buildModel orders the writes whose RV is known, resolving Unknown ones
+// from the events and the final LIST: a create or update is found by its
+// value (each is unique), a delete by its key.
+func buildModel(h *History, r *Report) *model {
+	m := &model{h: h, byRV: map[uint64]*Write{}, resolved: map[int]uint64{}, versions: map[string][]version{}, report: r}
+	for i := range h.Writes {
+		w := &h.Writes[i]
+		if w.Outcome != OK {
+			continue
+		}
+		if other, dup := m.byRV[w.RV]; dup {
+			m.add("linearizable", fmt.Sprintf("two writes answered with resourceVersion %d", w.RV), other.String(), w.String())
+			continue
+		}
+		m.byRV[w.RV] = w
+	}
+	resolve := func(key string, rv uint64, value string, deleted bool) {
+		if _, known := m.byRV[rv]; known || rv == 0 {
+			return
+		}
+		for i := range h.Writes {
+			w := &h.Writes[i]
+			if w.Outcome != Unknown || w.Key != key {
+				continue
+			}
+			if _, done := m.resolved[w.ID]; done {
+				continue
+			}
+			if deleted && w.Op == Delete || !deleted && w.Op != Delete && w.Value == value {
+				m.resolved[w.ID] = rv
+				m.byRV[rv] = w
+				return
+			}
+		}
+	}
+	for _, e := range h.Events {
+		switch e.Type {
+		case Added, Modified:
+			resolve(e.Key, e.RV, e.Value, false)
+		case Deleted:
+			// A DELETED event is either a delete or an update that took
+			// the object out of the selector; only the first resolves.
+			resolve(e.Key, e.RV, e.Value, true)
+		}
+	}
+	for key, o := range h.FinalList {
+		resolve(key, o.RV, o.Value, false)
+	}
+	for _, w := range m.byRV {
+		m.applied = append(m.applied, w)
+	}
+	slices.SortFunc(m.applied, func(a, b *Write) int { return cmp.Compare(m.rv(a), m.rv(b)) })
+	for _, w := range m.applied {
+		v := version{rv: m.rv(w), exists: w.Op != Delete, value: w.Value, labels: labels.Set(w.Labels), write: w}
+		m.versions[w.Key] = append(m.versions[w.Key], v)
+	}
+	return m
+}
+
+// rv is a write's resourceVersion, known or resolved.
+func (m *model) rv(w *Write) uint64 {
+	if w.Outcome == OK {
+		return w.RV
+	}
+	return m.resolved[w.ID]
+}
+
+// at returns key's version in force at rv (exists false: none).
+func (m *model) at(key string, rv uint64) version {
+	vs := m.versions[key]
+	i, _ := slices.BinarySearchFunc(vs, rv, func(v version, rv uint64) int {
+		if v.rv <= rv {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return version{}
+	}
+	return vs[i-1]
+}
+
+// stateAt is every object that exists at rv and matches sel.
+func (m *model) stateAt(rv uint64, sel labels.Selector) map[string]version {
+	s := map[string]version{}
+	for key := range m.versions {
+		if v := m.at(key, rv); v.exists && sel.Matches(v.labels) {
+			s[key] = v
+		}
+	}
+	return s
+}
+
+// expected is the event a watcher with sel must get for write w (of
+// version cur), or "" for none: what cacheWatcher.convertToWatchEvent
+// makes of it (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-397),
+// with the object's value it must carry (the old one for a DELETED).
+func (m *model) expected(cur version, sel labels.Selector) (EventType, string) {
+	prev := m.at(cur.write.Key, cur.rv-1)
+	was := prev.exists && sel.Matches(prev.labels)
+	is := cur.exists && sel.Matches(cur.labels)
+	switch {
+	case !was && is:
+		return Added, cur.value
+	case was && is:
+		return Modified, cur.value
+	case was && !is:
+		return Deleted, prev.value
+	}
+	return "", ""
+}
+
+func (m *model) eventsOf(id int) []Event {
+	var es []Event
+	for _, e := range m.h.Events {
+		if e.Watcher == id {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// checkWatcher checks one watcher's stream: its initial events show the
+// state at its start, then every matching write comes once, in RV order,
+// with the right type and content, none missing before the last RV it saw;
+// bookmarks never go back and never pass an event not yet delivered; an
+// ERROR ends the stream.
+func (m *model) checkWatcher(spec WatchSpec) {
+	sel, err := labels.Parse(spec.Selector)
+	if err != nil {
+		m.add("ordered", fmt.Sprintf("watcher %d: selector %q: %v", spec.ID, spec.Selector, err))
+		return
+	}
+	es := m.eventsOf(spec.ID)
+	head := fmt.Sprintf("watcher %d: resourceVersion=%q selector=%q sendInitialEvents=%v", spec.ID, spec.StartRV, spec.Selector, spec.SendInitialEvents)
+	start, rest, ok := m.initial(spec, sel, es, head)
+	if !ok {
+		return
+	}
+	last := start
+	seen := map[string]bool{}
+	for i, e := range rest {
+		ctx := func() []string {
+			ex := []string{head}
+			for _, p := range rest[max(0, i-2) : i+1] {
+				ex = append(ex, p.String())
+			}
+			return ex
+		}
+		if e.Type == Error {
+			if i != len(rest)-1 {
+				m.add("ordered", fmt.Sprintf("watcher %d: events after an ERROR", spec.ID), append(ctx(), rest[i+1].String())...)
+			}
+			return
+		}
+		if e.Type == Bookmark {
+			if e.RV < last {
+				m.add("bookmarkable", fmt.Sprintf("watcher %d: a bookmark at %d after RV %d: it went back", spec.ID, e.RV, last), ctx()...)
+				continue
+			}
+			if missed := m.missing(sel, last, e.RV); len(missed) > 0 {
+				m.add("bookmarkable", fmt.Sprintf("watcher %d: a bookmark at %d passed %d matching write(s) not delivered", spec.ID, e.RV, len(missed)), append(ctx(), missed...)...)
+			}
+			last = e.RV
+			continue
+		}
+		id := e.Key + "@" + strconv.FormatUint(e.RV, 10)
+		if seen[id] {
+			m.add("unique", fmt.Sprintf("watcher %d: %s at RV %d delivered twice", spec.ID, e.Key, e.RV), ctx()...)
+			continue
+		}
+		seen[id] = true
+		if e.RV <= last {
+			m.add("ordered", fmt.Sprintf("watcher %d: RV %d after RV %d", spec.ID, e.RV, last), ctx()...)
+			continue
+		}
+		if missed := m.missing(sel, last, e.RV-1); len(missed) > 0 {
+			m.add("reliable", fmt.Sprintf("watcher %d: %d matching write(s) between RV %d and %d never delivered", spec.ID, len(missed), last, e.RV), append(ctx(), missed...)...)
+		}
+		w, ok := m.byRV[e.RV]
+		if !ok || w.Key != e.Key {
+			m.add("atomic", fmt.Sprintf("watcher %d: an event for %s at RV %d, which no write of %s made", spec.ID, e.Key, e.RV, e.Key), ctx()...)
+			last = e.RV
+			continue
+		}
+		typ, value := m.expected(m.at(w.Key, e.RV), sel)
+		if typ != e.Type || value != e.Value {
+			want := "no event"
+			if typ != "" {
+				want = fmt.Sprintf("%s value=%s", typ, value)
+			}
+			m.add("atomic", fmt.Sprintf("watcher %d: %s for %s, want %s", spec.ID, e.Type, w, want), ctx()...)
+		}
+		last = e.RV
+	}
+}
+
+// missing lists the matching writes with from < RV <= to, each as the
+// event the watcher should have had.
+func (m *model) missing(sel labels.Selector, from, to uint64) []string {
+	var out []string
+	i, _ := slices.BinarySearchFunc(m.applied, from+1, func(w *Write, rv uint64) int { return cmp.Compare(m.rv(w), rv) })
+	for ; i < len(m.applied) && m.rv(m.applied[i]) <= to; i++ {
+		w := m.applied[i]
+		if typ, _ := m.expected(m.at(w.Key, m.rv(w)), sel); typ != "" {
+			out = append(out, fmt.Sprintf("missed %s from %s", typ, w))
+		}
+	}
+	return out
+}
+
+// initial checks the part of the stream that shows the state at the
+// watch's start, and returns that start and the events after it.
+//   - resourceVersion=N: no initial part, the start is N.
+//   - sendInitialEvents: ADDED events up to the bookmark marked
+//     initial-events-end, whose RV is the start.
+//   - "" or "0" without sendInitialEvents: a leading run of ADDED events
+//     (the state at some RV S) and then events after S; S is not on the
+//     wire, so the longest leading run that equals a state is taken.
+func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head string) (uint64, []Event, bool) {
+	if spec.StartRV != "" && spec.StartRV != "0" && !spec.SendInitialEvents {
+		n, err := strconv.ParseUint(spec.StartRV, 10, 64)
+		if err != nil {
+			m.add("ordered", fmt.Sprintf("watcher %d: resourceVersion %q is not a number", spec.ID, spec.StartRV), head)
+			return 0, nil, false
+		}
+		return n, es, true
+	}
+	if spec.SendInitialEvents {
+		end := slices.IndexFunc(es, func(e Event) bool { return e.Type == Bookmark && e.InitialEventsEnd })
+		if end < 0 {
+			// The stream ended before its initial events did (an error, a
+			// 410): nothing to hold the rest against.
+			return 0, nil, false
+		}
+		rv := es[end].RV
+		m.sameState(spec, sel, es[:end], rv, head)
+		return rv, es[end+1:], true
+	}
+	run := 0
+	for run < len(es) && es[run].Type == Added {
+		run++
+	}
+	for k := run; k >= 0; k-- {
+		var candidates []uint64
+		lo := uint64(0)
+		for _, e := range es[:k] {
+			lo = max(lo, e.RV)
+		}
+		if k < len(es) && es[k].Type != Error && es[k].RV > 0 {
+			candidates = append(candidates, es[k].RV-1)
+		} else {
+			candidates = append(candidates, lo)
+			for _, w := range m.applied {
+				if rv := m.rv(w); rv > lo {
+					candidates = append(candidates, rv)
+				}
+			}
+		}
+		for _, s := range candidates {
+			if s >= lo && sameObjects(es[:k], m.stateAt(s, sel)) {
+				return s, es[k:], true
+			}
+		}
+	}
+	excerpt := []string{head}
+	for _, e := range es[:min(run, 5)] {
+		excerpt = append(excerpt, e.String())
+	}
+	m.add("initial-state", fmt.Sprintf("watcher %d: its leading ADDED events are not the state at any resourceVersion", spec.ID), excerpt...)
+	return 0, nil, false
+}
+
+// sameState reports initial events that differ from the state at rv.
+func (m *model) sameState(spec WatchSpec, sel labels.Selector, initial []Event, rv uint64, head string) {
+	want := m.stateAt(rv, sel)
+	if sameObjects(initial, want) {
+		return
+	}
+	got := map[string]string{}
+	for _, e := range initial {
+		got[e.Key] = fmt.Sprintf("%s rv=%d value=%s", e.Type, e.RV, e.Value)
+	}
+	var diff []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		w := fmt.Sprintf("ADDED rv=%d value=%s", want[k].rv, want[k].value)
+		if got[k] != w {
+			diff = append(diff, fmt.Sprintf("%s: got %q, want %q", k, got[k], w))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: got %q, want nothing", k, got[k]))
+		}
+	}
+	m.add("initial-state", fmt.Sprintf("watcher %d: its initial events are not the state at RV %d", spec.ID, rv), append([]string{head}, diff...)...)
+}
+
+// sameObjects: the events are ADDED, one per object, with each object's
+// RV and value.
+func sameObjects(es []Event, state map[string]version) bool {
+	if len(es) != len(state) {
+		return false
+	}
+	for _, e := range es {
+		v, ok := state[e.Key]
+		if e.Type != Added || !ok || v.rv != e.RV || v.value != e.Value {
+			return false
+		}
+	}
+	return true
+}

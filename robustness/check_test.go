@@ -1,0 +1,209 @@
+package robustness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	blue  = map[string]string{"color": "blue"}
+	green = map[string]string{"color": "green"}
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// valid is a small history that keeps every promise: two objects, a label
+// change each way, a delete and a re-create under the same name, a create
+// refused, four watchers (from RV 1, with a selector, from "" and with
+// sendInitialEvents) and one informer.
+func valid() *History {
+	h := &History{
+		Writes: []Write{
+			{ID: 1, Client: 0, Op: Create, Key: "ns/a", Value: "a1", Labels: blue, Start: ms(0), End: ms(1), Outcome: OK, RV: 2},
+			{ID: 2, Client: 1, Op: Create, Key: "ns/b", Value: "b1", Labels: green, Start: ms(2), End: ms(3), Outcome: OK, RV: 3},
+			{ID: 3, Client: 0, Op: Update, Key: "ns/a", Value: "a2", Labels: green, Start: ms(4), End: ms(5), Outcome: OK, RV: 4},
+			{ID: 4, Client: 1, Op: Update, Key: "ns/b", Value: "b2", Labels: blue, Start: ms(6), End: ms(7), Outcome: OK, RV: 5},
+			{ID: 5, Client: 0, Op: Delete, Key: "ns/a", Start: ms(8), End: ms(9), Outcome: OK, RV: 6},
+			{ID: 6, Client: 0, Op: Create, Key: "ns/a", Value: "a3", Labels: blue, Start: ms(10), End: ms(11), Outcome: OK, RV: 7},
+			{ID: 7, Client: 1, Op: Create, Key: "ns/b", Value: "b3", Labels: blue, Start: ms(12), End: ms(13), Outcome: Failed, Err: "AlreadyExists"},
+		},
+		Watches: []WatchSpec{
+			{ID: 1, StartRV: "1", Bookmarks: true},
+			{ID: 2, StartRV: "1", Selector: "color=blue"},
+			{ID: 3, StartRV: ""},
+			{ID: 4, StartRV: "", SendInitialEvents: true, Bookmarks: true},
+		},
+		Events: []Event{
+			{Watcher: 1, Type: Added, Key: "ns/a", RV: 2, Value: "a1"},
+			{Watcher: 1, Type: Added, Key: "ns/b", RV: 3, Value: "b1"},
+			{Watcher: 1, Type: Modified, Key: "ns/a", RV: 4, Value: "a2"},
+			{Watcher: 1, Type: Modified, Key: "ns/b", RV: 5, Value: "b2"},
+			{Watcher: 1, Type: Deleted, Key: "ns/a", RV: 6, Value: "a2"},
+			{Watcher: 1, Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
+			{Watcher: 1, Type: Bookmark, RV: 7},
+
+			{Watcher: 2, Type: Added, Key: "ns/a", RV: 2, Value: "a1"},
+			{Watcher: 2, Type: Deleted, Key: "ns/a", RV: 4, Value: "a1"}, // left the selector: the old object at the new RV
+			{Watcher: 2, Type: Added, Key: "ns/b", RV: 5, Value: "b2"},   // entered it
+			{Watcher: 2, Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
+
+			// From "": the state at RV 3 as ADDED events, then what follows.
+			{Watcher: 3, Type: Added, Key: "ns/a", RV: 2, Value: "a1"},
+			{Watcher: 3, Type: Added, Key: "ns/b", RV: 3, Value: "b1"},
+			{Watcher: 3, Type: Modified, Key: "ns/a", RV: 4, Value: "a2"},
+			{Watcher: 3, Type: Modified, Key: "ns/b", RV: 5, Value: "b2"},
+
+			// sendInitialEvents: the state at RV 5, its end marked.
+			{Watcher: 4, Type: Added, Key: "ns/a", RV: 4, Value: "a2"},
+			{Watcher: 4, Type: Added, Key: "ns/b", RV: 5, Value: "b2"},
+			{Watcher: 4, Type: Bookmark, RV: 5, InitialEventsEnd: true},
+			{Watcher: 4, Type: Deleted, Key: "ns/a", RV: 6, Value: "a2"},
+			{Watcher: 4, Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
+			{Watcher: 4, Type: Error, Code: 410},
+		},
+		Informers: []InformerSpec{{ID: 1, Name: "lab 05"}},
+		Calls: []HandlerCall{
+			{Informer: 1, Kind: OnAdd, Key: "ns/a", RV: 2, Value: "a1"},
+			{Informer: 1, Kind: OnAdd, Key: "ns/b", RV: 3, Value: "b1"},
+			{Informer: 1, Kind: OnUpdate, Key: "ns/a", RV: 4, Value: "a2"},
+			{Informer: 1, Kind: OnUpdate, Key: "ns/b", RV: 5, Value: "b2"},
+			{Informer: 1, Kind: OnDelete, Key: "ns/a", RV: 4, Value: "a2", Tombstone: true},
+			{Informer: 1, Kind: OnAdd, Key: "ns/a", RV: 7, Value: "a3"},
+		},
+		Finals:      map[int]map[string]Object{1: {"ns/a": {7, "a3"}, "ns/b": {5, "b2"}}},
+		FinalList:   map[string]Object{"ns/a": {7, "a3"}, "ns/b": {5, "b2"}},
+		FinalListRV: 7,
+		FinalListAt: ms(20),
+	}
+	return h
+}
+
+func kinds(r Report) []string {
+	var ks []string
+	for _, v := range r.Violations {
+		ks = append(ks, v.Kind)
+	}
+	return ks
+}
+
+// TestValidHistoryPasses: a history that keeps every promise yields no
+// violation, and the checker counts what it looked at.
+func TestValidHistoryPasses(t *testing.T) {
+	r := Check(valid())
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+	if r.Writes != 7 || r.Events != 21 || r.Calls != 6 {
+		t.Errorf("counted %d writes, %d events, %d calls; want 7, 21, 6", r.Writes, r.Events, r.Calls)
+	}
+}
+
+// TestUnknownWriteResolvedByItsEvent: a write whose answer was lost, seen
+// applied in the events, takes its place at the event's RV; one never seen
+// may have been applied or not, and breaks nothing.
+func TestUnknownWriteResolvedByItsEvent(t *testing.T) {
+	h := valid()
+	h.Writes[3].Outcome, h.Writes[3].RV, h.Writes[3].End = Unknown, 0, ms(1000)
+	h.Writes = append(h.Writes, Write{ID: 8, Client: 2, Op: Update, Key: "ns/c", Value: "c1", Labels: blue, Start: ms(14), End: ms(15), Outcome: Unknown})
+	r := Check(h)
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+	if r.Resolved != 1 {
+		t.Errorf("resolved %d unknown writes, want 1 (write 4, by its events)", r.Resolved)
+	}
+}
+
+// TestPlantedViolationsAreReported: each kind of broken promise, planted
+// in the valid history, is reported under its kind, with an excerpt.
+func TestPlantedViolationsAreReported(t *testing.T) {
+	eventIndex := func(h *History, watcher int, typ EventType, key string, rv uint64) int {
+		return slices.IndexFunc(h.Events, func(e Event) bool {
+			return e.Watcher == watcher && e.Type == typ && e.Key == key && e.RV == rv
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		plant func(h *History)
+		want  string
+	}{
+		{"a dropped event", func(h *History) {
+			i := eventIndex(h, 1, Modified, "ns/a", 4)
+			h.Events = slices.Delete(h.Events, i, i+1)
+		}, "reliable"},
+		{"a duplicated event", func(h *History) {
+			i := eventIndex(h, 1, Added, "ns/b", 3)
+			h.Events = slices.Insert(h.Events, i+1, h.Events[i])
+		}, "unique"},
+		{"two events swapped", func(h *History) {
+			i := eventIndex(h, 1, Modified, "ns/a", 4)
+			h.Events[i], h.Events[i+1] = h.Events[i+1], h.Events[i]
+		}, "ordered"},
+		{"a bookmark ahead of an event", func(h *History) {
+			i := eventIndex(h, 1, Added, "ns/b", 3)
+			h.Events = slices.Insert(h.Events, i+1, Event{Watcher: 1, Type: Bookmark, RV: 5})
+		}, "bookmarkable"},
+		{"a bookmark going back", func(h *History) {
+			i := eventIndex(h, 1, Modified, "ns/b", 5)
+			h.Events = slices.Insert(h.Events, i+1, Event{Watcher: 1, Type: Bookmark, RV: 3})
+		}, "bookmarkable"},
+		{"a selector change delivered as MODIFIED", func(h *History) {
+			h.Events[eventIndex(h, 2, Deleted, "ns/a", 4)].Type = Modified
+		}, "atomic"},
+		{"an event no write made", func(h *History) {
+			h.Events = slices.Insert(h.Events, eventIndex(h, 1, Bookmark, "", 7), Event{Watcher: 1, Type: Modified, Key: "ns/b", RV: 9, Value: "b9"})
+		}, "atomic"},
+		{"an event with the wrong content", func(h *History) {
+			h.Events[eventIndex(h, 1, Modified, "ns/b", 5)].Value = "b1"
+		}, "atomic"},
+		{"events after an ERROR", func(h *History) {
+			h.Events = append(h.Events, Event{Watcher: 4, Type: Bookmark, RV: 7})
+		}, "ordered"},
+		{"initial events missing an object", func(h *History) {
+			i := eventIndex(h, 4, Added, "ns/b", 5)
+			h.Events = slices.Delete(h.Events, i, i+1)
+		}, "initial-state"},
+		{"a stale informer", func(h *History) {
+			h.Finals[1]["ns/b"] = Object{3, "b1"}
+		}, "informer-final"},
+		{"an informer holding a deleted object", func(h *History) {
+			h.Finals[1]["ns/gone"] = Object{2, "x"}
+		}, "informer-final"},
+		{"a delete that never reached the handler", func(h *History) {
+			h.Calls = slices.DeleteFunc(h.Calls, func(c HandlerCall) bool { return c.Kind == OnDelete })
+		}, "informer-delete"},
+		{"a delete missed at the end", func(h *History) {
+			h.Calls = slices.DeleteFunc(h.Calls, func(c HandlerCall) bool { return c.Kind == OnDelete || c.RV == 7 })
+		}, "informer-delete"},
+		{"RVs against real time", func(h *History) {
+			// write 2 (RV 3) starts after write 3 (RV 4) has answered.
+			h.Writes[1].Start, h.Writes[1].End = ms(20), ms(21)
+		}, "linearizable"},
+		{"two writes at one RV", func(h *History) {
+			h.Writes[4].RV = 5
+		}, "linearizable"},
+		{"AlreadyExists for a key that is absent", func(h *History) {
+			h.Writes = append(h.Writes, Write{ID: 9, Op: Create, Key: "ns/c", Value: "c1", Start: ms(14), End: ms(15), Outcome: Failed, Err: "AlreadyExists"})
+		}, "linearizable"},
+		{"a final LIST missing an object", func(h *History) {
+			delete(h.FinalList, "ns/b")
+		}, "linearizable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := valid()
+			tc.plant(h)
+			r := Check(h)
+			if !slices.Contains(kinds(r), tc.want) {
+				t.Fatalf("violations %v, want one of kind %q", kinds(r), tc.want)
+			}
+			for _, v := range r.Violations {
+				if v.Kind == tc.want && len(v.Excerpt) == 0 && !strings.Contains(v.Text, "porcupine found no answer") {
+					t.Errorf("%s has no excerpt of the history", v)
+				}
+				t.Logf("%s", v)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+// Package robustness checks what a watch promises against a recorded
+// history: every write with its outcome and times, every event each watcher
+// received, every call of each informer's handler, the informers' final
+// caches and the state a final LIST read. (Issue #19 of the course: this is
+// its checker; the workload and the fault injector that record a history
+// from the course's stack and from the real kube-apiserver come next.)
+//
+// Upstream counterpart: etcd's robustness suite
+// (github.com/etcd-io/etcd, tests/robustness), which records client traffic
+// while it injects failures and validates the history against a model of
+// etcd with porcupine and a set of watch validators, built from etcd's
+// documented KV and watch guarantees
+// (https://etcd.io/docs/v3.6/learning/api_guarantees/). This package is
+// written for the course, one level up: the objects are Kubernetes objects
+// keyed namespace/name, the revisions are resourceVersions, and the
+// guarantees are those a Kubernetes watch and an informer give (410 when
+// history is gone, bookmarks, label selectors, DeletedFinalStateUnknown).
+// Left out: reads other than the final LIST, and etcd's own watch (the
+// history is taken at the Kubernetes API).
+package robustness
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome is what the client learned of a write.
+type Outcome string
+
+const (
+	// OK: the server applied it and answered with its resourceVersion.
+	OK Outcome = "ok"
+	// Failed: the server refused it (AlreadyExists, NotFound): it was
+	// not applied.
+	Failed Outcome = "failed"
+	// Unknown: no answer (a timeout, a cut connection): it may or may not
+	// have been applied. Events or the final LIST can tell.
+	Unknown Outcome = "unknown"
+)
+
+// Op is a kind of write.
+type Op string
+
+const (
+	Create Op = "create"
+	Update Op = "update"
+	Delete Op = "delete"
+)
+
+// Write is one write request and what came of it.
+type Write struct {
+	ID     int
+	Client int
+	Op     Op
+	Key    string // namespace/name
+	// Value and Labels are the object's after a create or update. Each
+	// create and update carries a value no other write carries, so an
+	// event tells which write it shows.
+	Value   string
+	Labels  map[string]string
+	Start   time.Duration // since the run began
+	End     time.Duration
+	Outcome Outcome
+	RV      uint64 // the answer's resourceVersion, when OK
+	Err     string
+}
+
+// WatchSpec is a watch request.
+type WatchSpec struct {
+	ID int
+	// StartRV is the request's resourceVersion: "" (the most recent,
+	// with the current state first as ADDED events), "0" (any), or a
+	// number (from there on, or 410).
+	StartRV           string
+	Selector          string // a label selector, "" for everything
+	SendInitialEvents bool
+	Bookmarks         bool
+}
+
+// EventType is a watch event's type, as on the wire.
+type EventType string
+
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+	Error    EventType = "ERROR"
+)
+
+// Event is one event a watcher received, in the order received.
+type Event struct {
+	Watcher int
+	At      time.Duration
+	Type    EventType
+	Key     string
+	RV      uint64
+	Value   string
+	Labels  map[string]string
+	// InitialEventsEnd marks the bookmark that ends a sendInitialEvents
+	// watch's initial events (the k8s.io/initial-events-end annotation).
+	InitialEventsEnd bool
+	// Code is an ERROR event's HTTP status (410 for Expired).
+	Code int
+}
+
+// WatchEnd is how a watcher's stream ended.
+type WatchEnd struct {
+	Watcher int
+	At      time.Duration
+	// Err is "" when the stream ended cleanly (its timeout, or the client
+	// stopped it).
+	Err string
+}
+
+// HandlerKind is an informer handler's method.
+type HandlerKind string
+
+const (
+	OnAdd    HandlerKind = "add"
+	OnUpdate HandlerKind = "update"
+	OnDelete HandlerKind = "delete"
+)
+
+// HandlerCall is one call of an informer's handler, with the object it was
+// given (for OnUpdate the new one).
+type HandlerCall struct {
+	Informer int
+	At       time.Duration
+	Kind     HandlerKind
+	Key      string
+	RV       uint64
+	Value    string
+	// Tombstone: OnDelete was given a DeletedFinalStateUnknown, the
+	// object's last state the informer knew.
+	Tombstone bool
+}
+
+// InformerSpec is an informer and what it selects.
+type InformerSpec struct {
+	ID       int
+	Name     string // "lab 05", "client-go"
+	Selector string
+}
+
+// Object is one object of a cache or a LIST.
+type Object struct {
+	RV    uint64
+	Value string
+}
+
+// Fault is one fault injected, for the report.
+type Fault struct {
+	At     time.Duration
+	Kind   string
+	Detail string
+}
+
+// History is everything a run recorded.
+type History struct {
+	Seed      int64
+	Writes    []Write
+	Watches   []WatchSpec
+	Events    []Event
+	Ends      []WatchEnd
+	Informers []InformerSpec
+	Calls     []HandlerCall
+	// Finals is each informer's cache at the end, by informer ID.
+	Finals map[int]map[string]Object
+	// FinalList is a LIST read after the last write, and its RV.
+	FinalList   map[string]Object
+	FinalListRV uint64
+	FinalListAt time.Duration
+	Faults      []Fault
+}
+
+func (w Write) String() string {
+	s := fmt.Sprintf("write %d (client %d) %s %s", w.ID, w.Client, w.Op, w.Key)
+	if w.Op != Delete {
+		s += fmt.Sprintf(" value=%s labels=%v", w.Value, w.Labels)
+	}
+	s += fmt.Sprintf(" [%v, %v] -> %s", w.Start, w.End, w.Outcome)
+	if w.Outcome == OK {
+		s += fmt.Sprintf(" rv=%d", w.RV)
+	}
+	if w.Err != "" {
+		s += " (" + w.Err + ")"
+	}
+	return s
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("watcher %d at %v: %s", e.Watcher, e.At, e.Type)
+	switch e.Type {
+	case Bookmark:
+		s += fmt.Sprintf(" rv=%d", e.RV)
+		if e.InitialEventsEnd {
+			s += " (initial-events-end)"
+		}
+	case Error:
+		s += fmt.Sprintf(" %d", e.Code)
+	default:
+		s += fmt.Sprintf(" %s rv=%d value=%s", e.Key, e.RV, e.Value)
+	}
+	return s
+}
+
+func (c HandlerCall) String() string {
+	s := fmt.Sprintf("informer %d at %v: On%s %s rv=%d value=%s", c.Informer, c.At, map[HandlerKind]string{OnAdd: "Add", OnUpdate: "Update", OnDelete: "Delete"}[c.Kind], c.Key, c.RV, c.Value)
+	if c.Tombstone {
+		s += " (DeletedFinalStateUnknown)"
+	}
+	return s
+}

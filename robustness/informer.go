@@ -1,0 +1,134 @@
+package robustness
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// interval is a stretch of resourceVersions over which an object exists and
+// matches an informer's selector: [from, to), to 0 while it lasts.
+type interval struct {
+	from, to uint64
+	index    int
+}
+
+// visible lists key's intervals for sel, from its versions.
+func (m *model) visible(key string, sel labels.Selector) []interval {
+	var out []interval
+	open := false
+	for _, v := range m.versions[key] {
+		in := v.exists && sel.Matches(v.labels)
+		switch {
+		case in && !open:
+			out = append(out, interval{from: v.rv, index: len(out)})
+			open = true
+		case !in && open:
+			out[len(out)-1].to = v.rv
+			open = false
+		}
+	}
+	return out
+}
+
+// checkInformer checks one informer: at the end its cache holds exactly
+// what the final LIST returned (for its selector), and its handler saw
+// every object it was shown leave: each stretch in which an object
+// existed and matched, once the handler had seen it, ends with an OnDelete
+// (DeletedFinalStateUnknown counts) before any call about a later stretch,
+// and by the end when the stretch has ended.
+func (m *model) checkInformer(inf InformerSpec) {
+	sel, err := labels.Parse(inf.Selector)
+	if err != nil {
+		m.add("informer-final", fmt.Sprintf("informer %d (%s): selector %q: %v", inf.ID, inf.Name, inf.Selector, err))
+		return
+	}
+	name := fmt.Sprintf("informer %d (%s, selector %q)", inf.ID, inf.Name, inf.Selector)
+	if m.h.FinalList != nil {
+		m.checkFinal(inf, sel, name)
+	}
+	calls := map[string][]HandlerCall{}
+	for _, c := range m.h.Calls {
+		if c.Informer == inf.ID {
+			calls[c.Key] = append(calls[c.Key], c)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(calls)) {
+		ivs := m.visible(key, sel)
+		which := func(c HandlerCall) int {
+			for _, iv := range ivs {
+				// An OnDelete's object is the last state seen, or the
+				// deletion's (its RV is the end of the stretch).
+				if c.RV >= iv.from && (iv.to == 0 || c.RV < iv.to || c.Kind == OnDelete && c.RV == iv.to) {
+					return iv.index
+				}
+			}
+			return -1
+		}
+		open := -1 // the stretch the handler was last shown and not told of its end
+		var shown []string
+		for _, c := range calls[key] {
+			shown = append(shown, c.String())
+			i := which(c)
+			if i < 0 {
+				m.add("informer-delete", fmt.Sprintf("%s: On%s for %s at RV %d, when no write had made it exist and match", name, c.Kind, key, c.RV), tail(shown, 3)...)
+				continue
+			}
+			switch c.Kind {
+			case OnDelete:
+				open = -1
+			default:
+				if open >= 0 && open != i {
+					m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+				}
+				open = i
+			}
+		}
+		if open >= 0 && ivs[open].to != 0 && (m.h.FinalList == nil || ivs[open].to <= m.h.FinalListRV) {
+			m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and by the end the handler was never told", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+		}
+	}
+}
+
+func (m *model) checkFinal(inf InformerSpec, sel labels.Selector, name string) {
+	want := map[string]Object{}
+	for key, o := range m.h.FinalList {
+		// The model knows the object's labels, unless the write that made
+		// it stayed Unknown; then it is expected either way.
+		if v := m.at(key, o.RV); v.write == nil || sel.Matches(v.labels) {
+			want[key] = o
+		}
+	}
+	got := m.h.Finals[inf.ID]
+	var diff []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: missing (the LIST has rv=%d value=%s)", k, want[k].RV, want[k].Value))
+		} else if g != want[k] {
+			diff = append(diff, fmt.Sprintf("%s: stale, rv=%d value=%s (the LIST has rv=%d value=%s)", k, g.RV, g.Value, want[k].RV, want[k].Value))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: still cached (rv=%d value=%s), gone from the LIST", k, got[k].RV, got[k].Value))
+		}
+	}
+	if len(diff) > 0 {
+		m.add("informer-final", fmt.Sprintf("%s: its cache at the end is not the final LIST at RV %d (%d difference(s))", name, m.h.FinalListRV, len(diff)), tail(diff, 8)...)
+	}
+}
+
+// lifeOf is the writes that made key what it was.
+func (m *model) lifeOf(key string) []string {
+	var out []string
+	for _, v := range m.versions[key] {
+		out = append(out, v.write.String())
+	}
+	return tail(out, 5)
+}
+
+func tail(s []string, n int) []string {
+	return s[max(0, len(s)-n):]
+}
