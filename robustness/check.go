@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,12 @@ type version struct {
 	value  string
 	labels labels.Set
 	write  *Write
+	// until, for a delete answered without an RV that no event placed:
+	// it happened at some RV in [rv, until), rv being one past the key's
+	// write before it and until the key's write after it (one writer owns
+	// a key and sends one write at a time). Before until, the object may
+	// still be there.
+	until uint64
 }
 
 // model is the history's writes in resourceVersion order, as etcd applied
@@ -54,8 +61,9 @@ type model struct {
 	h        *History
 	applied  []*Write // with a known RV, in RV order
 	byRV     map[uint64]*Write
-	resolved map[int]uint64      // write ID -> RV found for an Unknown write
+	resolved map[int]uint64       // write ID -> RV found for an Unknown write
 	versions map[string][]version // key -> versions in RV order
+	windows  map[string][]deleteWindow
 	report   *Report
 }
 
@@ -95,37 +103,73 @@ func buildModel(h *History, r *Report) *model {
 		}
 		m.byRV[w.RV] = w
 	}
-	resolve := func(key string, rv uint64, value string, deleted bool) {
+	// Writes answered without an RV (Unknown, Applied) are placed by what
+	// shows them: a create or update by its value, first (each value is
+	// unique); then a delete by the DELETED events whose RV no known write
+	// has, in RV order, matched to the deletes of that key in the order
+	// they were sent.
+	placed := func(w *Write) bool {
+		_, done := m.resolved[w.ID]
+		return w.Outcome == OK || w.Outcome == Failed || done
+	}
+	byValue := map[string]*Write{}
+	deletes := map[string][]*Write{}
+	for i := range h.Writes {
+		w := &h.Writes[i]
+		if placed(w) {
+			continue
+		}
+		if w.Op == Delete {
+			deletes[w.Key] = append(deletes[w.Key], w)
+		} else {
+			byValue[w.Key+"\x00"+w.Value] = w
+		}
+	}
+	for _, ws := range deletes {
+		slices.SortFunc(ws, func(a, b *Write) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	place := func(w *Write, rv uint64) {
+		m.resolved[w.ID] = rv
+		m.byRV[rv] = w
+	}
+	shown := func(key string, rv uint64, value string) {
 		if _, known := m.byRV[rv]; known || rv == 0 {
 			return
 		}
-		for i := range h.Writes {
-			w := &h.Writes[i]
-			if w.Outcome != Unknown || w.Key != key {
-				continue
-			}
-			if _, done := m.resolved[w.ID]; done {
-				continue
-			}
-			if deleted && w.Op == Delete || !deleted && w.Op != Delete && w.Value == value {
-				m.resolved[w.ID] = rv
-				m.byRV[rv] = w
-				return
-			}
+		if w, ok := byValue[key+"\x00"+value]; ok && !placed(w) {
+			place(w, rv)
 		}
 	}
 	for _, e := range h.Events {
-		switch e.Type {
-		case Added, Modified:
-			resolve(e.Key, e.RV, e.Value, false)
-		case Deleted:
-			// A DELETED event is either a delete or an update that took
-			// the object out of the selector; only the first resolves.
-			resolve(e.Key, e.RV, e.Value, true)
+		if e.Type == Added || e.Type == Modified {
+			shown(e.Key, e.RV, e.Value)
 		}
 	}
 	for key, o := range h.FinalList {
-		resolve(key, o.RV, o.Value, false)
+		shown(key, o.RV, o.Value)
+	}
+	// A delete's RV lies between those of its key's writes before and
+	// after it (one writer owns a key and sends one write at a time): a
+	// DELETED event whose RV no write has is the delete whose window holds
+	// it.
+	m.windows = m.deleteWindows()
+	for _, e := range h.Events {
+		if _, known := m.byRV[e.RV]; e.Type != Deleted || known || e.RV == 0 {
+			continue
+		}
+		ws := m.windows[e.Key]
+		i, _ := slices.BinarySearchFunc(ws, e.RV, func(w deleteWindow, rv uint64) int {
+			if w.hi <= rv {
+				return -1
+			}
+			return 1
+		})
+		for ; i < len(ws) && ws[i].lo < e.RV; i++ {
+			if d := ws[i].d; !placed(d) && e.RV < ws[i].hi {
+				place(d, e.RV)
+				break
+			}
+		}
 	}
 	for _, w := range m.byRV {
 		m.applied = append(m.applied, w)
@@ -135,7 +179,74 @@ func buildModel(h *History, r *Report) *model {
 		v := version{rv: m.rv(w), exists: w.Op != Delete, value: w.Value, labels: labels.Set(w.Labels), write: w}
 		m.versions[w.Key] = append(m.versions[w.Key], v)
 	}
+	// Deletes the server confirmed without an RV and no event placed: put
+	// each in the window between its key's writes before and after it.
+	for i := range h.Writes {
+		d := &h.Writes[i]
+		if d.Op != Delete || d.Outcome != Applied || placed(d) {
+			continue
+		}
+		vs := m.versions[d.Key]
+		lo, hi := uint64(0), uint64(math.MaxUint64)
+		for _, w := range m.windows[d.Key] {
+			if w.d == d {
+				lo, hi = w.lo, w.hi
+			}
+		}
+		at := 0
+		for j, v := range vs {
+			if v.write.Start < d.Start {
+				at = j + 1
+			}
+		}
+		m.versions[d.Key] = slices.Insert(vs, at, version{rv: lo + 1, write: d, until: hi})
+	}
 	return m
+}
+
+// deleteWindow is where the RV of d, a delete answered without an RV, must
+// lie: above the RVs of its key's placed writes sent before it, below those
+// of the ones sent after it was answered.
+type deleteWindow struct {
+	d      *Write
+	lo, hi uint64
+}
+
+// deleteWindows computes, per key, the window of each delete not yet
+// placed, in the order sent (so with increasing windows).
+func (m *model) deleteWindows() map[string][]deleteWindow {
+	byKey := map[string][]*Write{}
+	for i := range m.h.Writes {
+		w := &m.h.Writes[i]
+		byKey[w.Key] = append(byKey[w.Key], w)
+	}
+	out := map[string][]deleteWindow{}
+	for key, ws := range byKey {
+		slices.SortFunc(ws, func(a, b *Write) int { return cmp.Compare(a.Start, b.Start) })
+		// suffix[i]: the lowest RV among the placed writes ws[i:].
+		suffix := make([]uint64, len(ws)+1)
+		suffix[len(ws)] = math.MaxUint64
+		for i := len(ws) - 1; i >= 0; i-- {
+			suffix[i] = suffix[i+1]
+			if rv := m.rv(ws[i]); rv != 0 {
+				suffix[i] = min(suffix[i], rv)
+			}
+		}
+		var lo uint64
+		for i, w := range ws {
+			if w.Op == Delete && m.rv(w) == 0 && w.Outcome != Failed {
+				j := i + 1
+				for j < len(ws) && ws[j].Start <= w.End {
+					j++ // sent before it was answered: no order known
+				}
+				out[key] = append(out[key], deleteWindow{d: w, lo: lo, hi: suffix[j]})
+			}
+			if rv := m.rv(w); rv != 0 {
+				lo = max(lo, rv)
+			}
+		}
+	}
+	return out
 }
 
 // rv is a write's resourceVersion, known or resolved.
@@ -161,19 +272,28 @@ func (m *model) at(key string, rv uint64) version {
 	return vs[i-1]
 }
 
-// stateAt is every object that exists at rv and matches sel.
-func (m *model) stateAt(rv uint64, sel labels.Selector) map[string]version {
-	s := map[string]version{}
+// stateAt is every object that exists at rv and matches sel, and apart
+// those that may (a delete whose RV is not known may or may not have
+// happened by rv).
+func (m *model) stateAt(rv uint64, sel labels.Selector) (certain, maybe map[string]version) {
+	certain, maybe = map[string]version{}, map[string]version{}
 	for key := range m.versions {
-		if v := m.at(key, rv); v.exists && sel.Matches(v.labels) {
-			s[key] = v
+		v := m.at(key, rv)
+		if v.until != 0 && rv < v.until {
+			if p := m.at(key, v.rv-1); p.exists && sel.Matches(p.labels) {
+				maybe[key] = p
+			}
+			continue
+		}
+		if v.exists && sel.Matches(v.labels) {
+			certain[key] = v
 		}
 	}
-	return s
+	return certain, maybe
 }
 
 // expected is the event a watcher with sel must get for write w (of
-// version cur), or "" for none: what cacheWatcher.convertToWatchEvent
+// version cur), or "" for none: what `convertToWatchEvent`
 // makes of it (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-397),
 // with the object's value it must carry (the old one for a DELETED).
 func (m *model) expected(cur version, sel labels.Selector) (EventType, string) {
@@ -339,7 +459,7 @@ func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head st
 			}
 		}
 		for _, s := range candidates {
-			if s >= lo && sameObjects(es[:k], m.stateAt(s, sel)) {
+			if certain, maybe := m.stateAt(s, sel); s >= lo && sameObjects(es[:k], certain, maybe) {
 				return s, es[k:], true
 			}
 		}
@@ -354,8 +474,8 @@ func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head st
 
 // sameState reports initial events that differ from the state at rv.
 func (m *model) sameState(spec WatchSpec, sel labels.Selector, initial []Event, rv uint64, head string) {
-	want := m.stateAt(rv, sel)
-	if sameObjects(initial, want) {
+	want, maybe := m.stateAt(rv, sel)
+	if sameObjects(initial, want, maybe) {
 		return
 	}
 	got := map[string]string{}
@@ -370,7 +490,7 @@ func (m *model) sameState(spec WatchSpec, sel labels.Selector, initial []Event, 
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(got)) {
-		if _, ok := want[k]; !ok {
+		if _, ok := want[k]; !ok && !maybeHas(maybe, k, got[k]) {
 			diff = append(diff, fmt.Sprintf("%s: got %q, want nothing", k, got[k]))
 		}
 	}
@@ -378,16 +498,28 @@ func (m *model) sameState(spec WatchSpec, sel labels.Selector, initial []Event, 
 }
 
 // sameObjects: the events are ADDED, one per object, with each object's
-// RV and value.
-func sameObjects(es []Event, state map[string]version) bool {
-	if len(es) != len(state) {
-		return false
-	}
+// RV and value: every certain object, and any of the maybe ones.
+func sameObjects(es []Event, certain, maybe map[string]version) bool {
+	seen := map[string]bool{}
 	for _, e := range es {
-		v, ok := state[e.Key]
-		if e.Type != Added || !ok || v.rv != e.RV || v.value != e.Value {
+		v, ok := certain[e.Key]
+		if !ok {
+			v, ok = maybe[e.Key]
+		}
+		if e.Type != Added || !ok || seen[e.Key] || v.rv != e.RV || v.value != e.Value {
+			return false
+		}
+		seen[e.Key] = true
+	}
+	for k := range certain {
+		if !seen[k] {
 			return false
 		}
 	}
 	return true
+}
+
+func maybeHas(maybe map[string]version, key, got string) bool {
+	v, ok := maybe[key]
+	return ok && got == fmt.Sprintf("ADDED rv=%d value=%s", v.rv, v.value)
 }

@@ -77,6 +77,11 @@ func valid() *History {
 		FinalListRV: 7,
 		FinalListAt: ms(20),
 	}
+	// Received after the last write was sent (an event cannot come before
+	// its write).
+	for i := range h.Events {
+		h.Events[i].At = ms(14)
+	}
 	return h
 }
 
@@ -100,19 +105,21 @@ func TestValidHistoryPasses(t *testing.T) {
 	}
 }
 
-// TestUnknownWriteResolvedByItsEvent: a write whose answer was lost, seen
-// applied in the events, takes its place at the event's RV; one never seen
-// may have been applied or not, and breaks nothing.
+// TestUnknownWriteResolvedByItsEvent: a write whose answer was lost, or a
+// delete answered without an RV, seen applied in the events, takes its
+// place at the event's RV; a lost one never seen may have been applied or
+// not, and breaks nothing.
 func TestUnknownWriteResolvedByItsEvent(t *testing.T) {
 	h := valid()
 	h.Writes[3].Outcome, h.Writes[3].RV, h.Writes[3].End = Unknown, 0, ms(1000)
+	h.Writes[4].Outcome, h.Writes[4].RV = Applied, 0 // a delete answered without an RV
 	h.Writes = append(h.Writes, Write{ID: 8, Client: 2, Op: Update, Key: "ns/c", Value: "c1", Labels: blue, Start: ms(14), End: ms(15), Outcome: Unknown})
 	r := Check(h)
 	for _, v := range r.Violations {
 		t.Errorf("%s", v)
 	}
-	if r.Resolved != 1 {
-		t.Errorf("resolved %d unknown writes, want 1 (write 4, by its events)", r.Resolved)
+	if r.Resolved != 2 {
+		t.Errorf("placed %d writes answered without an RV, want 2 (writes 4 and 5, by their events)", r.Resolved)
 	}
 }
 

@@ -33,6 +33,9 @@ const (
 	// Failed: the server refused it (AlreadyExists, NotFound): it was
 	// not applied.
 	Failed Outcome = "failed"
+	// Applied: the server applied it, and its answer gave no
+	// resourceVersion (a DELETE through client-go's typed client).
+	Applied Outcome = "applied"
 	// Unknown: no answer (a timeout, a cut connection): it may or may not
 	// have been applied. Events or the final LIST can tell.
 	Unknown Outcome = "unknown"

@@ -12,7 +12,10 @@ import (
 // matches an informer's selector: [from, to), to 0 while it lasts.
 type interval struct {
 	from, to uint64
-	index    int
+	// toMax: when the end is a delete whose RV is not known, it lies in
+	// [to, toMax).
+	toMax uint64
+	index int
 }
 
 // visible lists key's intervals for sel, from its versions.
@@ -26,12 +29,22 @@ func (m *model) visible(key string, sel labels.Selector) []interval {
 			out = append(out, interval{from: v.rv, index: len(out)})
 			open = true
 		case !in && open:
-			out[len(out)-1].to = v.rv
+			out[len(out)-1].to, out[len(out)-1].toMax = v.rv, max(v.rv+1, v.until)
 			open = false
 		}
 	}
 	return out
 }
+
+// RelistRecreate is the kind of a delete an informer's handler never got
+// because the object was deleted and created again under its name while
+// the informer relisted: the relist hands the handler OnUpdate(old, new)
+// for two different objects. It is client-go's design, not a lost event
+// (the `ResourceEventHandler` doc says OnUpdate is also called on a re-list,
+// k8s.io/client-go@v0.36.4/tools/cache/controller.go:269-279), and a handler
+// that must see every delete compares the objects' UIDs. Reported apart
+// from the other kinds, with its history.
+const RelistRecreate = "relist-recreate"
 
 // checkInformer checks one informer: at the end its cache holds exactly
 // what the final LIST returned (for its selector), and its handler saw
@@ -61,7 +74,7 @@ func (m *model) checkInformer(inf InformerSpec) {
 			for _, iv := range ivs {
 				// An OnDelete's object is the last state seen, or the
 				// deletion's (its RV is the end of the stretch).
-				if c.RV >= iv.from && (iv.to == 0 || c.RV < iv.to || c.Kind == OnDelete && c.RV == iv.to) {
+				if c.RV >= iv.from && (iv.to == 0 || c.RV < iv.to || c.Kind == OnDelete && c.RV < iv.toMax) {
 					return iv.index
 				}
 			}
@@ -81,7 +94,15 @@ func (m *model) checkInformer(inf InformerSpec) {
 				open = -1
 			default:
 				if open >= 0 && open != i {
-					m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+					if c.Kind == OnUpdate {
+						// Only a relist merges two objects of one name into an
+						// OnUpdate: client-go's `processReplacedAllInfo` gives
+						// OnUpdate(old, new) for every key the cache held and
+						// the new list has (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-800).
+						m.add(RelistRecreate, fmt.Sprintf("%s: %s left at RV %d and came back under its name while the informer was relisting: the handler got OnUpdate across the two objects, never OnDelete", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+					} else {
+						m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+					}
 				}
 				open = i
 			}

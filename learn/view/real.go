@@ -100,7 +100,8 @@ type realMetric struct {
 }
 
 // realMetrics: the kube-apiserver's own view of its watch cache for
-// ConfigMaps. The names are those registered in
+// ConfigMaps. The names are those registered with `EventsReceivedCounter`
+// and the rest of the cacher's metrics,
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:42-210
 // (three of them, watch_cache_capacity*, have no "apiserver_" namespace
 // there) and pkg/endpoints/metrics/metrics.go:85-93,170-178. Where each is
@@ -125,7 +126,7 @@ var realMetrics = []realMetric{
 
 func cm() map[string]string { return map[string]string{"group": "", "resource": "configmaps"} }
 
-// fifoGauges is the informer's InformerMetricsProvider: client-go reports
+// fifoGauges is the informer's `InformerMetricsProvider`: client-go reports
 // its FIFO's depth and its store's resourceVersion through it
 // (k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59), the only
 // way to see them from outside.

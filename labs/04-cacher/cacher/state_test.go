@@ -68,7 +68,20 @@ func TestStateShowsRingWatchersAndWhyTheyEnded(t *testing.T) {
 		}
 		last = rvOf(p)
 	}
-	waitFor(t, "the dispatcher blocked on the slow watcher", func() bool { return e.cacher.Metrics().BlockedDispatches == 1 })
+	// The dispatcher waits on the slow watcher: its input is full and the
+	// dispatcher has blocked. (On a loaded machine the fast watcher's own
+	// goroutine can lag too and block a dispatch for a moment, on the fake
+	// clock at no cost to the budget: so the count may be more than one,
+	// and the clock moves only once the fast watcher's input has room, so
+	// that the dispatcher is not waiting on it.)
+	waitFor(t, "the dispatcher blocked on the slow watcher", func() bool {
+		st := e.cacher.State()
+		if e.cacher.Metrics().BlockedDispatches < 1 || len(st.Watchers) != 2 {
+			return false
+		}
+		fastW, slowW := st.Watchers[0], st.Watchers[1]
+		return slowW.InputUsed == slowW.InputCapacity && fastW.InputUsed < fastW.InputCapacity
+	})
 	clk.Step(maxBudget)
 	waitFor(t, "the slow watcher ended", func() bool { return len(e.cacher.State().Ended) == 1 })
 	waitFor(t, "the fast watcher has its 13 events", func() bool { return got.len() == 13 })

@@ -13,10 +13,10 @@ func TestReflectorStatusThroughA410(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(nil)
 		srv.create("a", "1")
+		// (No check before the first sync: the Reflector's goroutine may
+		// have listed and started watching already, the fake server
+		// answering at once; under load it often has.)
 		r, _, _ := runReflector(t, srv, ReflectorOptions{Rand: func() float64 { return 0 }})
-		if s := r.Status(); s.Phase != PhaseStarting && s.Phase != PhaseStreamingList {
-			t.Errorf("phase before the first list: %q", s.Phase)
-		}
 		synctest.Wait()
 		s := r.Status()
 		if s.Phase != PhaseWatching || s.Lists != 1 || s.Watches != 1 || s.Errors != 0 || s.LastSyncResourceVersion != "1" {

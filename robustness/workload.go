@@ -1,0 +1,395 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Config is one run's shape. Every random choice comes from Seed: each
+// writer, watcher slot and the fault schedule draws from its own stream
+// (rand.NewPCG(Seed, n)), so a seed replays the same operations; what the
+// servers' timing makes of them can differ.
+type Config struct {
+	Seed      int64
+	Duration  time.Duration
+	Writers   int // each owns Keys/Writers of the keys
+	Keys      int
+	Watchers  int // watcher slots, each opening one watch after another
+	Namespace string
+	// Faults is how many faults to inject, spread over the run.
+	Faults int
+}
+
+// Target is a stack to run against: where its clients connect, the faults
+// it can take, and the informers to run on it.
+type Target struct {
+	Name string
+	// Config reaches the API server (through the fault proxy, when the
+	// target has one).
+	Config *rest.Config
+	// Faults by kind; each returns what it did, for the history. Writes
+	// a fault makes itself (another API server writing while this one is
+	// down) are returned too.
+	Faults map[string]func(ctx context.Context) (string, []Write, error)
+	// Informers builds the informers to run: each gets an ID and a
+	// recorder for its handler, and returns its spec, a way to read its
+	// cache, and its Run.
+	Informers []func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(ctx context.Context))
+}
+
+// HandlerRecorder records a handler call.
+type HandlerRecorder func(kind HandlerKind, obj any)
+
+// recorder collects the history; every method is safe for concurrent use.
+type recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	h     History
+	ids   int
+}
+
+func (r *recorder) since() time.Duration { return time.Since(r.start) }
+
+func (r *recorder) nextID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids++
+	return r.ids
+}
+
+func (r *recorder) write(w Write) {
+	r.mu.Lock()
+	r.h.Writes = append(r.h.Writes, w)
+	r.mu.Unlock()
+}
+
+func (r *recorder) event(e Event) {
+	r.mu.Lock()
+	r.h.Events = append(r.h.Events, e)
+	r.mu.Unlock()
+}
+
+// Run drives cfg's workload against t while it injects faults, and returns
+// the history. It ends with a LIST and each informer's cache, once the
+// informers have caught up with the LIST or a minute has passed.
+func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
+	client, err := kubernetes.NewForConfig(t.Config)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{start: time.Now(), h: History{Seed: cfg.Seed, Finals: map[int]map[string]Object{}}}
+	runCtx, stopWorkload := context.WithTimeout(ctx, cfg.Duration)
+	defer stopWorkload()
+	watchCtx, stopWatchers := context.WithCancel(ctx)
+	defer stopWatchers()
+	infCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+
+	// Informers first, so they see the run from its start.
+	var infWG sync.WaitGroup
+	caches := map[int]func() map[string]Object{}
+	for i, mk := range t.Informers {
+		id := i + 1
+		spec, cacheOf, run := mk(id, func(kind HandlerKind, obj any) {
+			c := HandlerCall{Informer: id, At: rec.since(), Kind: kind}
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				c.Tombstone, obj = true, d.Obj
+			}
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				c.Key, c.RV, c.Value = cm.Namespace+"/"+cm.Name, rvOf(cm.ResourceVersion), cm.Data["v"]
+			}
+			rec.mu.Lock()
+			rec.h.Calls = append(rec.h.Calls, c)
+			rec.mu.Unlock()
+		})
+		rec.h.Informers = append(rec.h.Informers, spec)
+		caches[id] = cacheOf
+		infWG.Go(func() { run(infCtx) })
+	}
+
+	var wg sync.WaitGroup
+	for w := range cfg.Writers {
+		wg.Go(func() { writer(runCtx, rec, client, cfg, w) })
+	}
+	var watchWG sync.WaitGroup
+	for s := range cfg.Watchers {
+		watchWG.Go(func() { watcherSlot(watchCtx, runCtx, rec, client, cfg, s) })
+	}
+	wg.Go(func() { injectFaults(runCtx, rec, t, cfg) })
+	wg.Wait()
+
+	// The end: a LIST, then the informers' caches once they hold it.
+	listCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var list *corev1.ConfigMapList
+	err = wait.PollUntilContextTimeout(listCtx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err = client.CoreV1().ConfigMaps(cfg.Namespace).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the final LIST: %w", err)
+	}
+	rec.h.FinalListAt = rec.since()
+	rec.h.FinalList = map[string]Object{}
+	for _, cm := range list.Items {
+		rec.h.FinalList[cm.Namespace+"/"+cm.Name] = Object{RV: rvOf(cm.ResourceVersion), Value: cm.Data["v"]}
+	}
+	rec.h.FinalListRV = rvOf(list.ResourceVersion)
+	_ = wait.PollUntilContextTimeout(listCtx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, cacheOf := range caches {
+			if !sameCache(cacheOf(), rec.h.FinalList) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for id, cacheOf := range caches {
+		rec.h.Finals[id] = cacheOf()
+	}
+	stopWatchers()
+	watchWG.Wait()
+	stopInformers()
+	infWG.Wait()
+	return &rec.h, nil
+}
+
+func sameCache(a, b map[string]Object) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func rvOf(s string) uint64 {
+	n, _ := strconv.ParseUint(s, 10, 64)
+	return n
+}
+
+func colorOf(rng *rand.Rand) string {
+	if rng.IntN(2) == 0 {
+		return "blue"
+	}
+	return "green"
+}
+
+// writer creates, relabels, updates and deletes its own keys. It keeps
+// what it believes of each key, and learns from every answer (a refused
+// create: the key exists; a refused patch: it does not).
+func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg Config, n int) {
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(100+n)))
+	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
+	exists := map[string]bool{}
+	var keys []string
+	for k := n; k < cfg.Keys; k += cfg.Writers {
+		keys = append(keys, fmt.Sprintf("key-%02d", k))
+	}
+	// About a hundred writes a second per writer: enough to keep every
+	// watcher busy, few enough for porcupine and the history's size.
+	pace := time.NewTicker(10 * time.Millisecond)
+	defer pace.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pace.C:
+		}
+		name := keys[rng.IntN(len(keys))]
+		id := rec.nextID()
+		w := Write{ID: id, Client: n, Key: cfg.Namespace + "/" + name, Start: rec.since()}
+		var obj *corev1.ConfigMap
+		var err error
+		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		switch {
+		case !exists[name]:
+			w.Op, w.Value, w.Labels = Create, "w"+strconv.Itoa(id), map[string]string{"color": colorOf(rng)}
+			obj, err = cms.Create(reqCtx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: w.Labels},
+				Data:       map[string]string{"v": w.Value},
+			}, metav1.CreateOptions{})
+		case rng.IntN(4) == 0:
+			w.Op = Delete
+			err = cms.Delete(reqCtx, name, metav1.DeleteOptions{})
+		default:
+			w.Op, w.Value, w.Labels = Update, "w"+strconv.Itoa(id), map[string]string{"color": colorOf(rng)}
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"color":%q}},"data":{"v":%q}}`, w.Labels["color"], w.Value)
+			obj, err = cms.Patch(reqCtx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		}
+		cancel()
+		w.End = rec.since()
+		switch {
+		case err == nil && w.Op == Delete:
+			// client-go's typed Delete returns no object, so no RV: the
+			// events place it.
+			w.Outcome = Applied
+			exists[name] = false
+		case err == nil:
+			w.Outcome, w.RV = OK, rvOf(obj.ResourceVersion)
+			exists[name] = true
+		case apierrors.IsAlreadyExists(err):
+			w.Outcome, w.Err = Failed, "AlreadyExists"
+			exists[name] = true
+		case apierrors.IsNotFound(err):
+			w.Outcome, w.Err = Failed, "NotFound"
+			exists[name] = false
+		default:
+			// No answer, or an answer that does not say whether it was
+			// applied (a 500 from a timed-out etcd write): either may be.
+			w.Outcome, w.Err = Unknown, err.Error()
+			if w.Op == Create {
+				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it
+			}
+		}
+		rec.write(w)
+	}
+}
+
+// watcherSlot opens one watch after another until watchCtx ends (new
+// watches stop when runCtx does): each either resumes from the last RV the
+// previous one saw, or is a new kind of watch.
+func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kubernetes.Interface, cfg Config, n int) {
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(200+n)))
+	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
+	resume := ""
+	for runCtx.Err() == nil {
+		spec := WatchSpec{ID: rec.nextID(), Bookmarks: rng.IntN(2) == 0}
+		switch k := rng.IntN(6); {
+		case resume != "" && k < 2:
+			spec.StartRV = resume
+		case k == 2:
+			spec.StartRV = "0"
+		case k == 3:
+			spec.SendInitialEvents, spec.Bookmarks = true, true
+		case k == 4:
+			spec.Selector = "color=blue"
+			if resume != "" {
+				spec.StartRV = resume
+			}
+		}
+		timeout := int64(2 + rng.IntN(6))
+		opts := metav1.ListOptions{ResourceVersion: spec.StartRV, LabelSelector: spec.Selector, AllowWatchBookmarks: spec.Bookmarks, TimeoutSeconds: &timeout}
+		if spec.SendInitialEvents {
+			opts.SendInitialEvents = new(true)
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		}
+		rec.mu.Lock()
+		rec.h.Watches = append(rec.h.Watches, spec)
+		rec.mu.Unlock()
+		last, err := watchOnce(watchCtx, rec, cms, spec, opts)
+		end := WatchEnd{Watcher: spec.ID, At: rec.since()}
+		if err != nil {
+			end.Err = err.Error()
+		}
+		rec.mu.Lock()
+		rec.h.Ends = append(rec.h.Ends, end)
+		rec.mu.Unlock()
+		if last != 0 {
+			resume = strconv.FormatUint(last, 10)
+		}
+		if err != nil && watchCtx.Err() == nil {
+			// A refused watch (the server restarting): try again shortly.
+			select {
+			case <-watchCtx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+type configMapWatcher interface {
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// watchOnce records one watch's events; it returns the last RV seen.
+func watchOnce(ctx context.Context, rec *recorder, cms configMapWatcher, spec WatchSpec, opts metav1.ListOptions) (uint64, error) {
+	w, err := cms.Watch(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return last, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return last, nil
+			}
+			e := Event{Watcher: spec.ID, At: rec.since(), Type: EventType(ev.Type)}
+			switch o := ev.Object.(type) {
+			case *corev1.ConfigMap:
+				e.RV = rvOf(o.ResourceVersion)
+				if ev.Type == watch.Bookmark {
+					e.InitialEventsEnd = o.Annotations[metav1.InitialEventsAnnotationKey] == "true"
+				} else {
+					e.Key, e.Value, e.Labels = o.Namespace+"/"+o.Name, o.Data["v"], o.Labels
+				}
+				last = e.RV
+			case *metav1.Status:
+				e.Code = int(o.Code)
+			default:
+				e.Type = Error
+			}
+			rec.event(e)
+			if ev.Type == watch.Error {
+				return last, errors.New("ERROR event")
+			}
+		}
+	}
+}
+
+// injectFaults spreads cfg.Faults faults over the run, each of a kind
+// drawn from the target's.
+func injectFaults(ctx context.Context, rec *recorder, t Target, cfg Config) {
+	if cfg.Faults == 0 || len(t.Faults) == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 300))
+	var kinds []string
+	for k := range t.Faults {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	gap := cfg.Duration / time.Duration(cfg.Faults+1)
+	for range cfg.Faults {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(gap/2 + time.Duration(rng.Int64N(int64(gap)))):
+		}
+		kind := kinds[rng.IntN(len(kinds))]
+		at := rec.since()
+		detail, writes, err := t.Faults[kind](ctx)
+		if err != nil {
+			detail = "failed: " + err.Error()
+		}
+		for _, w := range writes {
+			w.ID = rec.nextID()
+			rec.write(w)
+		}
+		rec.mu.Lock()
+		rec.h.Faults = append(rec.h.Faults, Fault{At: at, Kind: kind, Detail: detail})
+		rec.mu.Unlock()
+	}
+}
