@@ -448,9 +448,14 @@ func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head st
 		for _, e := range es[:k] {
 			lo = max(lo, e.RV)
 		}
-		if k < len(es) && es[k].Type != Error && es[k].RV > 0 {
+		switch {
+		case k < len(es) && es[k].Type == Bookmark:
+			// The state at the bookmark's RV: nothing matching may come
+			// between the start and it.
+			candidates = append(candidates, es[k].RV)
+		case k < len(es) && es[k].Type != Error && es[k].RV > 0:
 			candidates = append(candidates, es[k].RV-1)
-		} else {
+		default:
 			candidates = append(candidates, lo)
 			for _, w := range m.applied {
 				if rv := m.rv(w); rv > lo {

@@ -2,8 +2,11 @@ package robustness
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +71,15 @@ func TestRobustnessCourseStack(t *testing.T) {
 				t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])
 			}
 			if len(violations) > 0 {
+				if b, err := json.Marshal(h); err == nil {
+					path := filepath.Join(t.TempDir(), fmt.Sprintf("history-seed-%d.json", s))
+					if dir := os.Getenv("ROBUSTNESS_HISTORY_DIR"); dir != "" {
+						path = filepath.Join(dir, fmt.Sprintf("history-seed-%d.json", s))
+					}
+					if os.WriteFile(path, b, 0o644) == nil {
+						t.Logf("the whole history: %s", path)
+					}
+				}
 				for _, v := range violations[:min(len(violations), 20)] {
 					fmt.Fprintf(&b, "%s\n", v)
 				}

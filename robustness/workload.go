@@ -384,8 +384,11 @@ func injectFaults(ctx context.Context, rec *recorder, t Target, cfg Config) {
 		if err != nil {
 			detail = "failed: " + err.Error()
 		}
+		end := rec.since()
 		for _, w := range writes {
-			w.ID = rec.nextID()
+			// Another API server's writes: sent and answered within the
+			// fault.
+			w.ID, w.Start, w.End = rec.nextID(), at, end
 			rec.write(w)
 		}
 		rec.mu.Lock()
