@@ -5,13 +5,13 @@
 // its checker; the workload and the fault injector that record a history
 // from the course's stack and from the real kube-apiserver come next.)
 //
-// Upstream counterpart: etcd's robustness suite
-// (github.com/etcd-io/etcd, tests/robustness), which records client traffic
-// while it injects failures and validates the history against a model of
-// etcd with porcupine and a set of watch validators, built from etcd's
-// documented KV and watch guarantees
-// (https://etcd.io/docs/v3.6/learning/api_guarantees/). This package is
-// written for the course, one level up: the objects are Kubernetes objects
+// Modelled on etcd's robustness suite (github.com/etcd-io/etcd,
+// tests/robustness; not among the course's pinned modules), which records
+// client traffic while it injects failures and validates the history
+// against a model of etcd with porcupine and a set of watch validators.
+// This package is written for the course, one level up, and its kinds are
+// its own (its "atomic", the right event for each write, is not etcd's,
+// a revision's events never split): the objects are Kubernetes objects
 // keyed namespace/name, the revisions are resourceVersions, and the
 // guarantees are those a Kubernetes watch and an informer give (410 when
 // history is gone, bookmarks, label selectors, DeletedFinalStateUnknown).
@@ -71,9 +71,12 @@ type Write struct {
 // WatchSpec is a watch request.
 type WatchSpec struct {
 	ID int
-	// StartRV is the request's resourceVersion: "" (the most recent,
-	// with the current state first as ADDED events), "0" (any), or a
-	// number (from there on, or 410).
+	// StartRV is the request's resourceVersion. "" or "0" without
+	// sendInitialEvents: the watch cache's current state, which need not
+	// be the newest, first as ADDED events, then the changes after it (in
+	// 1.36 the Cacher serves both alike: `getWatchCacheResourceVersion`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1302). A
+	// number: the changes after it, or 410.
 	StartRV           string
 	Selector          string // a label selector, "" for everything
 	SendInitialEvents bool

@@ -41,7 +41,9 @@ func (m *model) visible(key string, sel labels.Selector) []interval {
 // the informer relisted: the relist hands the handler OnUpdate(old, new)
 // for two different objects. It is client-go's design, not a lost event
 // (the `ResourceEventHandler` doc says OnUpdate is also called on a re-list,
-// k8s.io/client-go@v0.36.4/tools/cache/controller.go:269-279), and a handler
+// k8s.io/client-go@v0.36.4/tools/cache/controller.go:269-279, and
+// `processReplacedAllInfo` pairs old and new objects by key alone,
+// k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-777), and a handler
 // that must see every delete compares the objects' UIDs. Reported apart
 // from the other kinds, with its history.
 const RelistRecreate = "relist-recreate"

@@ -254,7 +254,8 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 			exists[name] = false
 		default:
 			// No answer, or an answer that does not say whether it was
-			// applied (a 500 from a timed-out etcd write): either may be.
+			// applied (a 500, or a 504 after the request's timeout):
+			// either may be.
 			w.Outcome, w.Err = Unknown, err.Error()
 			if w.Op == Create {
 				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it

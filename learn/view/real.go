@@ -126,10 +126,14 @@ var realMetrics = []realMetric{
 
 func cm() map[string]string { return map[string]string{"group": "", "resource": "configmaps"} }
 
-// fifoGauges is the informer's `InformerMetricsProvider`: client-go reports
-// its FIFO's depth and its store's resourceVersion through it
-// (k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59), the only
-// way to see them from outside.
+// fifoGauges is the informer's metrics provider: client-go reports its
+// FIFO's depth through it, the only way to see that from outside, and its
+// store's resourceVersion too (which the Indexer's
+// LastStoreSyncResourceVersion also gives): `InformerMetricsProvider`,
+// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59. In 1.36
+// the informer's FIFO is a RealFIFO with atomic events: a whole list or
+// relist is one queued item (`addReplaceToItemsLocked`,
+// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:294-320).
 type fifoGauges struct {
 	queued  atomicGauge
 	storeRV atomicGauge
