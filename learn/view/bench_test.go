@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,10 +30,12 @@ import (
 //	go test -run '^$' -bench ViewBehind -benchtime 60x ./view/
 //
 // "Behind" is read as the page reads it: from the state stream
-// (/api/events, at most ten snapshots a second). When a snapshot shows the
-// handler with u updates and the writers have had m > u answered, the
-// (u+1)th answer is the oldest write the page does not show yet; behind is
-// the snapshot's arrival minus that answer's time (0 when u >= m). Memory
+// (/api/events, at most ten snapshots a second). A snapshot shows the
+// Indexer at some resourceVersion R; the oldest write answered before the
+// snapshot arrived whose RV is above R is the oldest the page does not
+// show yet, and behind is the snapshot's arrival minus that answer's time
+// (0 when there is none). Resource versions, not counts: a watcher cut off
+// and resumed, or a relist, may merge events, never skip an RV. Memory
 // is the Go heap of the whole process (etcd, the API server, the informer
 // and the view are one process), sampled once a second after a GC.
 //
@@ -42,7 +46,7 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &eventLog{}
-	s, err := startStack(ctx, log, "")
+	s, err := startStack(ctx, log, "", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,8 +76,8 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 	// The page's side: every snapshot of the stream, when it arrived and
 	// how many updates its handler panel shows.
 	type seen struct {
-		at      time.Time
-		updates int64
+		at time.Time
+		rv uint64
 	}
 	var seenMu sync.Mutex
 	var snapshots []seen
@@ -83,7 +87,6 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	startUpdates := s.handlerUpdates()
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -97,15 +100,21 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 				continue
 			}
 			seenMu.Lock()
-			snapshots = append(snapshots, seen{time.Now(), v.Informer.Handler.Updates - startUpdates})
+			rv, _ := strconv.ParseUint(v.Informer.StoreRV, 10, 64)
+			snapshots = append(snapshots, seen{time.Now(), rv})
 			seenMu.Unlock()
 		}
 	}()
 
-	// The writers' side: when each answer came.
+	// The writers' side: each answer's RV and when it came.
+	type answer struct {
+		rv uint64
+		at time.Time
+	}
 	var answersMu sync.Mutex
-	var answers []time.Time
+	var answers []answer
 	var heapPeak, heapFirst uint64
+	var heaps []uint64 // after each second
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -119,12 +128,14 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 		wg.Go(func() {
 			for i := range tokens {
 				patch := fmt.Appendf(nil, `{"data":{"v":"%d"}}`, i)
-				if _, err := cms.Patch(ctx, names[i%objects], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				cm, err := cms.Patch(ctx, names[i%objects], types.MergePatchType, patch, metav1.PatchOptions{})
+				if err != nil {
 					b.Error(err)
 					continue
 				}
+				rv, _ := strconv.ParseUint(cm.ResourceVersion, 10, 64)
 				answersMu.Lock()
-				answers = append(answers, time.Now())
+				answers = append(answers, answer{rv, time.Now()})
 				answersMu.Unlock()
 			}
 		})
@@ -144,7 +155,9 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 			}
 			<-pace.C
 		}
-		if h := heap(); it == 0 {
+		h := heap()
+		heaps = append(heaps, h)
+		if it == 0 {
 			heapFirst = h
 		} else {
 			heapPeak = max(heapPeak, h)
@@ -154,28 +167,38 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	// Let the page catch up with the last writes, then compute.
-	want := int64(len(answers))
+	// Let the page catch up with the last write, then compute.
+	var last uint64
+	for _, a := range answers {
+		last = max(last, a.rv)
+	}
 	wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		seenMu.Lock()
 		defer seenMu.Unlock()
-		return len(snapshots) > 0 && snapshots[len(snapshots)-1].updates >= want, nil
+		return len(snapshots) > 0 && snapshots[len(snapshots)-1].rv >= last, nil
 	})
 	seenMu.Lock()
 	defer seenMu.Unlock()
-	slices.SortFunc(answers, func(x, y time.Time) int { return x.Compare(y) })
+	// In RV order, with the earliest answer time among the RVs above each.
+	slices.SortFunc(answers, func(x, y answer) int { return cmp.Compare(x.rv, y.rv) })
 	var behind []time.Duration
 	for _, sn := range snapshots {
 		if sn.at.Before(start) {
 			continue
 		}
-		// Answers before this snapshot arrived that it does not show yet.
-		m := int64(countUpTo(answers, sn.at))
-		if sn.updates >= m {
+		// The oldest write above the snapshot's RV answered before it came.
+		i, _ := slices.BinarySearchFunc(answers, sn.rv+1, func(a answer, rv uint64) int { return cmp.Compare(a.rv, rv) })
+		oldest := time.Time{}
+		for _, a := range answers[i:] {
+			if !a.at.After(sn.at) && (oldest.IsZero() || a.at.Before(oldest)) {
+				oldest = a.at
+			}
+		}
+		if oldest.IsZero() {
 			behind = append(behind, 0)
 			continue
 		}
-		behind = append(behind, sn.at.Sub(answers[sn.updates]))
+		behind = append(behind, sn.at.Sub(oldest))
 	}
 	if len(behind) == 0 {
 		b.Fatal("no snapshot of the page arrived during the burst")
@@ -188,25 +211,12 @@ func BenchmarkViewBehindAt1000WritesPerSecond(b *testing.B) {
 	b.ReportMetric(pick(1), "behind-max-ms")
 	b.ReportMetric(float64(heapFirst)/(1<<20), "heap-first-s-MB")
 	b.ReportMetric(float64(max(heapPeak, heapFirst))/(1<<20), "heap-peak-MB")
+	// The heap's course: after the first and second half of the run.
+	if n := len(heaps); n >= 4 {
+		b.ReportMetric(float64(heaps[n/2-1])/(1<<20), "heap-half-MB")
+		b.ReportMetric(float64(heaps[n-1])/(1<<20), "heap-end-MB")
+	}
 	notes, events := log.recent(logKept + 1)
 	b.ReportMetric(float64(len(notes)+len(events)), "log-entries")
 	b.ReportMetric(0, "ns/op") // one op is one second by construction
-}
-
-// countUpTo returns how many of the sorted times are not after t.
-func countUpTo(times []time.Time, t time.Time) int {
-	i, _ := slices.BinarySearchFunc(times, t, func(x, y time.Time) int {
-		if x.After(y) {
-			return 1
-		}
-		return -1
-	})
-	return i
-}
-
-// handlerUpdates is the handler's OnUpdate count so far.
-func (s *Stack) handlerUpdates() int64 {
-	s.handler.mu.Lock()
-	defer s.handler.mu.Unlock()
-	return s.handler.updates
 }

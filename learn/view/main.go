@@ -57,7 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *kubeconfig != "" {
 		fmt.Fprintf(stdout, "view: and beside it the real cluster of %s (client-go's informer, the kube-apiserver's /metrics) ...\n", shortPath(*kubeconfig))
 	}
-	s, err := startStack(ctx, log, *kubeconfig)
+	s, err := startStack(ctx, log, *kubeconfig, namespace)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintln(stderr, "view:", err)

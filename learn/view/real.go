@@ -42,6 +42,7 @@ import (
 // realCluster is a kube-apiserver the view writes to and watches.
 type realCluster struct {
 	server string
+	ns     string // where the view writes: "view"
 	client kubernetes.Interface
 	inf    cache.SharedIndexInformer
 	name   *cache.InformerName
@@ -161,7 +162,7 @@ func (f *fifoGauges) NewStoreResourceVersionMetric(cache.InformerNameAndResource
 // namespace there (the names restart at cm-00001 with each view), starts
 // client-go's informer on it and the metrics reader, and waits for the
 // informer's first sync.
-func startReal(ctx context.Context, kubeconfig string, log *eventLog) (*realCluster, error) {
+func startReal(ctx context.Context, kubeconfig, namespace string, log *eventLog) (*realCluster, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("the real cluster's kubeconfig: %w", err)
@@ -173,7 +174,7 @@ func startReal(ctx context.Context, kubeconfig string, log *eventLog) (*realClus
 	if err != nil {
 		return nil, err
 	}
-	r := &realCluster{server: cfg.Host, client: client, log: log, writes: map[string]time.Time{}}
+	r := &realCluster{server: cfg.Host, client: client, ns: namespace, log: log, writes: map[string]time.Time{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("the real cluster at %s: create namespace %s: %w", cfg.Host, namespace, err)
@@ -298,14 +299,14 @@ func (r *realCluster) result(what, name string, err error) {
 // create, update and del repeat a write of the course's stack.
 func (r *realCluster) create(ctx context.Context, cm *corev1.ConfigMap) {
 	c := cm.DeepCopy()
-	c.ResourceVersion = ""
+	c.ResourceVersion, c.Namespace = "", r.ns
 	r.sent(c.Name)
-	_, err := r.client.CoreV1().ConfigMaps(namespace).Create(ctx, c, metav1.CreateOptions{})
+	_, err := r.client.CoreV1().ConfigMaps(r.ns).Create(ctx, c, metav1.CreateOptions{})
 	r.result("create", c.Name, err)
 }
 
 func (r *realCluster) update(ctx context.Context, name, value string) {
-	cms := r.client.CoreV1().ConfigMaps(namespace)
+	cms := r.client.CoreV1().ConfigMaps(r.ns)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		if cm.Data == nil {
@@ -320,7 +321,7 @@ func (r *realCluster) update(ctx context.Context, name, value string) {
 
 func (r *realCluster) del(ctx context.Context, name string) {
 	r.sent(name)
-	r.result("delete", name, r.client.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{}))
+	r.result("delete", name, r.client.CoreV1().ConfigMaps(r.ns).Delete(ctx, name, metav1.DeleteOptions{}))
 }
 
 // readMetrics reads /metrics once a second (the page shows at most ten

@@ -89,8 +89,9 @@ func (h *handlerStats) record(kind string, lag time.Duration, known bool) {
 }
 
 // startStack starts every layer and waits for the informer's first sync.
-// With a kubeconfig it also starts the real cluster's side (real.go).
-func startStack(ctx context.Context, log *eventLog, kubeconfig string) (*Stack, error) {
+// With a kubeconfig it also starts the real cluster's side (real.go), in
+// realNamespace there.
+func startStack(ctx context.Context, log *eventLog, kubeconfig, realNamespace string) (*Stack, error) {
 	s := &Stack{streams: newStreams(), log: log, writes: map[string]time.Time{}}
 	mini, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", Wrap: s.streams.wrap, ErrorLog: discardLog{}})
 	if err != nil {
@@ -140,7 +141,7 @@ func startStack(ctx context.Context, log *eventLog, kubeconfig string) (*Stack, 
 		return nil, errors.New("lab 05's informer did not sync within a minute")
 	}
 	if kubeconfig != "" {
-		if s.real, err = startReal(ctx, kubeconfig, log); err != nil {
+		if s.real, err = startReal(ctx, kubeconfig, realNamespace, log); err != nil {
 			s.Close()
 			return nil, err
 		}

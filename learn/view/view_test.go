@@ -82,7 +82,7 @@ func TestViewInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	log := &eventLog{}
-	s, err := startStack(ctx, log, "")
+	s, err := startStack(ctx, log, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
