@@ -32,12 +32,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// viewLabel selects the view's ConfigMaps on the real cluster: each has a
+// color label.
+const viewLabel = "color"
 
 // realCluster is a kube-apiserver the view writes to and watches.
 type realCluster struct {
@@ -179,12 +182,16 @@ func startReal(ctx context.Context, kubeconfig, namespace string, log *eventLog)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("the real cluster at %s: create namespace %s: %w", cfg.Host, namespace, err)
 	}
-	old, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	// Only the view's own ConfigMaps, which all carry a color label: the
+	// namespace also holds kube-root-ca.crt, which the controller-manager
+	// puts in every namespace.
+	mine := metav1.ListOptions{LabelSelector: viewLabel}
+	old, err := client.CoreV1().ConfigMaps(namespace).List(ctx, mine)
 	if err != nil {
 		return nil, fmt.Errorf("the real cluster at %s: %w", cfg.Host, err)
 	}
 	if n := len(old.Items); n > 0 {
-		if err := client.CoreV1().ConfigMaps(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		if err := client.CoreV1().ConfigMaps(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, mine); err != nil {
 			return nil, fmt.Errorf("the real cluster at %s: delete the last view's ConfigMaps: %w", cfg.Host, err)
 		}
 		log.add("real", fmt.Sprintf("deleted %d ConfigMaps an earlier view left in namespace %s", n, namespace), nil)
@@ -195,7 +202,7 @@ func startReal(ctx context.Context, kubeconfig, namespace string, log *eventLog)
 	if r.name, err = cache.NewInformerName(fmt.Sprintf("listwatch-labs-view-%d", time.Now().UnixNano())); err != nil {
 		return nil, err
 	}
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", namespace, fields.Everything())
+	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", namespace, func(o *metav1.ListOptions) { o.LabelSelector = viewLabel })
 	r.inf = cache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
 		Indexers:                cache.Indexers{"color": colorIndex},
 		Identifier:              r.name.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}),
