@@ -122,9 +122,9 @@ func TestRelistDeleteRecreateIsOnUpdate(t *testing.T) {
 				synctest.Wait()
 				srv.expire()
 				srv.remove("a")
-				srv.create("a", "2")        // uid-2
-				srv.create("d", "1")        // uid-3
-				time.Sleep(2 * time.Second) // fake time (synctest): past one backoff step, jitter included; no wall-clock wait
+				srv.create("a", "2")    // uid-2
+				srv.create("d", "1")    // uid-3
+				elapse(2 * time.Second) // fake time (synctest): past one backoff step, jitter included; no wall-clock wait
 				synctest.Wait()
 				want := []string{
 					"OnAdd ns/a isInInitialList=true",

@@ -249,7 +249,7 @@ func runScenario(t *testing.T, newInformer func(listerWatcher) informerUnderTest
 		done := make(chan struct{})
 		go func() { defer close(done); inf.run(ctx) }()
 		settle := func(d time.Duration) {
-			time.Sleep(d) // inside synctest: the bubble's fake clock moves, at once
+			elapse(d) // inside synctest: the bubble's fake clock moves, at once
 			synctest.Wait()
 			handlers.cut()
 		}
@@ -370,7 +370,7 @@ func TestDifferentialResync(t *testing.T) {
 			done := make(chan struct{})
 			go func() { defer close(done); runInformer(ctx) }()
 			for i, d := range []time.Duration{10, 25, 20, 40} {
-				time.Sleep(d * time.Second) // fake time (synctest): no wall-clock wait
+				elapse(d * time.Second) // fake time (synctest): no wall-clock wait
 				synctest.Wait()
 				if i == 1 {
 					srv.update("a", "1")

@@ -207,7 +207,7 @@ func TestRelistDeletesWithFinalStateUnknown(t *testing.T) {
 		srv.expire()
 		srv.remove("b")
 		srv.update("c", "2")
-		time.Sleep(2 * time.Minute) // fake time (synctest): the backoff elapses at once
+		elapse(2 * time.Minute) // fake time (synctest): the backoff elapses at once
 		synctest.Wait()
 		want := []string{
 			"OnAdd a rv1 v=1 (initial list)", "OnAdd b rv2 v=1 (initial list)", "OnAdd c rv3 v=1 (initial list)",

@@ -72,7 +72,7 @@ func pagingScenario(t *testing.T, pages bool, run func(ctx context.Context, lw *
 		go func() { defer close(done); run(ctx, lw) }()
 		synctest.Wait()
 		srv.expire()
-		time.Sleep(2 * time.Second) // fake time (synctest): past one backoff step, jitter included; no wall-clock wait
+		elapse(2 * time.Second) // fake time (synctest): past one backoff step, jitter included; no wall-clock wait
 		synctest.Wait()
 		cancel()
 		<-done

@@ -158,9 +158,9 @@ func TestReflectorRewatchAfterTimeout(t *testing.T) {
 		srv.create("a", "1")
 		_, q, _ := runReflector(t, srv, ReflectorOptions{})
 		synctest.Wait()
-		time.Sleep(5 * time.Minute)
+		elapse(5 * time.Minute)
 		srv.update("a", "2")
-		time.Sleep(5 * time.Minute) // past any timeout in [5m,10m)
+		elapse(5 * time.Minute) // past any timeout in [5m,10m)
 		synctest.Wait()
 		lists, watches := srv.requests()
 		if len(lists) != 0 || len(watches) != 2 {
@@ -204,7 +204,7 @@ func TestReflectorRelistOn410(t *testing.T) {
 		srv.remove("b") // while nobody watches
 		synctest.Wait()
 		start := time.Now()
-		time.Sleep(time.Second)
+		elapse(time.Second)
 		synctest.Wait()
 		_, watches := srv.requests()
 		if len(watches) != 3 {
@@ -244,7 +244,7 @@ func TestReflectorBacksOffWhileRefused(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(ctx) }()
-		time.Sleep(13 * time.Second)
+		elapse(13 * time.Second)
 		cancel()
 		<-done
 		mu.Lock()
@@ -275,7 +275,7 @@ func TestReflectorReportsEachRefusedStreamingList(t *testing.T) {
 		if got := errs(); len(got) != 1 {
 			t.Fatalf("reported %q at once, want the first refusal", got)
 		}
-		time.Sleep(800*time.Millisecond + 1600*time.Millisecond)
+		elapse(800*time.Millisecond + 1600*time.Millisecond)
 		synctest.Wait()
 		got := errs()
 		_, watches := srv.requests()
@@ -313,7 +313,7 @@ func TestReflectorRelistsAfterOtherErrors(t *testing.T) {
 			w.send(watch.Event{Type: watch.Error, Object: &apierrors.NewInternalError(errors.New("etcd is sad")).ErrStatus})
 		}
 		srv.mu.Unlock()
-		time.Sleep(2 * time.Second)
+		elapse(2 * time.Second)
 		synctest.Wait()
 		if got := errs(); len(got) != 1 || !strings.Contains(got[0], "etcd is sad") {
 			t.Errorf("reported %q", got)

@@ -150,10 +150,10 @@ func TestReflectorsRewatchAfter429(t *testing.T) {
 				lw := &answeringLW{fakeServer: srv}
 				runInBubble(t, lw, impl.run)
 				synctest.Wait()
-				time.Sleep(time.Minute) // a watch that lived (a very short one would relist)
+				elapse(time.Minute) // a watch that lived (a very short one would relist)
 				lw.throttle(2)
 				srv.endWatches()
-				time.Sleep(10 * time.Second) // two backoff steps, jitter included
+				elapse(10 * time.Second) // two backoff steps, jitter included
 				synctest.Wait()
 				want := []string{
 					`WATCH rv="" initial=true`,

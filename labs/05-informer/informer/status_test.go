@@ -28,7 +28,7 @@ func TestReflectorStatusThroughA410(t *testing.T) {
 		if s.Phase != PhaseBackingOff || s.Errors != 1 || !strings.Contains(s.LastError, "too old resource version") {
 			t.Errorf("after the 410: %+v, want backing off, one error, the 410", s)
 		}
-		time.Sleep(time.Second) // the bubble's fake clock: past the 800 ms backoff
+		elapse(time.Second) // the bubble's fake clock: past the 800 ms backoff
 		synctest.Wait()
 		s = r.Status()
 		if s.Phase != PhaseWatching || s.Lists != 2 || s.Watches != 2 {
