@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -47,15 +48,11 @@ var (
 func componentArgs(name string, s *State) []string {
 	p := clusterstate.Dir(s.Dir)
 	switch name {
-	case compEtcd:
-		return []string{
-			"--data-dir", p.EtcdData(),
-			"--client-port", strconv.Itoa(s.EtcdPort),
-			"--peer-port", strconv.Itoa(s.EtcdPeerPort),
-		}
 	case compAPIServer:
 		return []string{
-			"--etcd-servers=" + s.EtcdURL(),
+			// Every member: the apiserver's etcd client balances over them
+			// and moves on when one stops answering.
+			"--etcd-servers=" + strings.Join(s.EtcdURLs(), ","),
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(s.APIServerPort),
 			"--advertise-address=127.0.0.1",
@@ -116,6 +113,29 @@ func componentArgs(name string, s *State) []string {
 		return []string{"--kubeconfig=" + p.ComponentKubeconfig("node")}
 	}
 	panic("unknown component " + name)
+}
+
+// etcdArgs returns the command line of one etcd member (after `labcluster
+// component etcd`). A single member keeps its data in .cluster/etcd, a
+// member of several in .cluster/etcd/NAME.
+func etcdArgs(s *State, m clusterstate.EtcdMember) []string {
+	p := clusterstate.Dir(s.Dir)
+	dataDir := p.EtcdData()
+	members := s.Members()
+	if len(members) > 1 {
+		dataDir = filepath.Join(dataDir, m.Name)
+	}
+	var initial []string
+	for _, o := range members {
+		initial = append(initial, o.Name+"="+o.PeerURL())
+	}
+	return []string{
+		"--name", m.Name,
+		"--data-dir", dataDir,
+		"--client-port", strconv.Itoa(m.ClientPort),
+		"--peer-port", strconv.Itoa(m.PeerPort),
+		"--initial-cluster", strings.Join(initial, ","),
+	}
 }
 
 // runComponent is `labcluster component NAME ARGS...`, in the child process.

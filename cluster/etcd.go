@@ -1,8 +1,11 @@
 package main
 
 // etcd, embedded: go.etcd.io/etcd/server/v3@v3.6.8/embed runs the same server
-// as the etcd binary inside our process. One member, loopback only, plain HTTP:
-// nothing but the apiserver on this machine talks to it.
+// as the etcd binary inside our process. Loopback only, plain HTTP: nothing
+// but the apiserver on this machine talks to it. One member by default; with
+// `labcluster up --etcd-members 3`, three, each in its own process (so one
+// can be killed), forming one raft cluster over their peer ports. The
+// robustness suite kills members, the leader, and moves leadership there.
 //
 // `labcluster etcd compact` is here too: it compacts the keyspace to the
 // current revision, the operation the apiserver itself runs every 5 minutes
@@ -18,9 +21,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -32,6 +37,8 @@ func runEtcd(args []string) int {
 	dataDir := fs.String("data-dir", "", "etcd data directory")
 	clientPort := fs.Int("client-port", 0, "client port on 127.0.0.1")
 	peerPort := fs.Int("peer-port", 0, "peer port on 127.0.0.1")
+	name := fs.String("name", "labcluster", "member name")
+	initialCluster := fs.String("initial-cluster", "", "NAME=PEERURL,... of every member (default: this member alone)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -39,13 +46,19 @@ func runEtcd(args []string) int {
 	peerURL := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(*peerPort)}
 
 	cfg := embed.NewConfig()
-	cfg.Name = "labcluster"
+	cfg.Name = *name
 	cfg.Dir = *dataDir
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
 	cfg.ListenPeerUrls = []url.URL{peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+	if *initialCluster != "" {
+		// A restarted member finds its cluster in its data directory and
+		// ignores this; a new one uses it to find its peers.
+		cfg.InitialCluster = *initialCluster
+	}
+	cfg.InitialClusterToken = "labcluster"
 	cfg.LogLevel = "warn"
 	cfg.LogOutputs = []string{"stderr"}
 	// A lab cluster is thrown away, not recovered after a power cut: skipping
@@ -77,10 +90,7 @@ func runEtcd(args []string) int {
 
 // etcdCompact compacts etcd to its current revision and returns it.
 func etcdCompact(ctx context.Context, s *State) (int64, error) {
-	// gRPC logs every closed connection as a warning; this is a one-shot
-	// command whose errors we return ourselves.
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.EtcdURL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := etcdClient(s)
 	if err != nil {
 		return 0, err
 	}
@@ -90,11 +100,54 @@ func etcdCompact(ctx context.Context, s *State) (int64, error) {
 	// Any read returns the store's current revision in its header.
 	resp, err := c.Get(ctx, "compact-probe")
 	if err != nil {
-		return 0, fmt.Errorf("etcd at %s: %w", s.EtcdURL(), err)
+		return 0, fmt.Errorf("etcd at %s: %w", strings.Join(s.EtcdURLs(), ","), err)
 	}
 	rev := resp.Header.Revision
 	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		return 0, fmt.Errorf("compact to %d: %w", rev, err)
 	}
 	return rev, nil
+}
+
+// etcdClient is a client of every member, quiet: gRPC logs every closed
+// connection as a warning, and the commands here return their own errors.
+func etcdClient(s *State) (*clientv3.Client, error) {
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+	return clientv3.New(clientv3.Config{Endpoints: s.EtcdURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// etcdLeader returns the member that leads, asking each member that
+// answers for its view (etcd's Status call: the leader's member ID).
+func etcdLeader(ctx context.Context, s *State) (clusterstate.EtcdMember, error) {
+	c, err := etcdClient(s)
+	if err != nil {
+		return clusterstate.EtcdMember{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var last error
+	for _, m := range s.Members() {
+		st, err := c.Status(ctx, m.ClientURL())
+		if err != nil {
+			last = err
+			continue
+		}
+		resp, err := c.MemberList(ctx)
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, mem := range resp.Members {
+			if mem.ID == st.Leader {
+				for _, o := range s.Members() {
+					if o.Name == mem.Name {
+						return o, nil
+					}
+				}
+			}
+		}
+		last = fmt.Errorf("member %s sees no leader", m.Name)
+	}
+	return clusterstate.EtcdMember{}, fmt.Errorf("no etcd leader found: %v", last)
 }

@@ -5,11 +5,14 @@
 // built-in API group but autoscaling and batch, which nothing here could act
 // on (components.go says why).
 //
-//	labcluster up [--dir DIR] [--components LIST]   start a cluster, return when ready
+//	labcluster up [--dir DIR] [--components LIST] [--etcd-members 1|3|5]
+//	                                                 start a cluster, return when ready
 //	labcluster down [--dir DIR]                      stop it, leave no process
 //	labcluster status [--dir DIR] [-o text|env|json] which cluster is up, what runs, on which ports
 //	labcluster restart apiserver [--dir DIR]         restart the apiserver (same port, same etcd)
 //	labcluster etcd compact [--dir DIR]              compact etcd to its current revision
+//	labcluster etcd kill MEMBER|leader [--dir DIR]   kill an etcd member (of several)
+//	labcluster etcd start MEMBER [--dir DIR]         start a killed member again
 //	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.4)
 //
 // DIR defaults to $LABCLUSTER_DIR, else .cluster at the root of the go.work
@@ -26,6 +29,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,11 +47,13 @@ func main() {
 }
 
 const usage = `usage:
-  labcluster up [--dir DIR] [--components etcd,apiserver,...]
+  labcluster up [--dir DIR] [--components etcd,apiserver,...] [--etcd-members 1|3|5]
   labcluster down [--dir DIR]
   labcluster status [--dir DIR] [-o text|env|json]
   labcluster restart apiserver [--dir DIR]
   labcluster etcd compact [--dir DIR]
+  labcluster etcd kill MEMBER|leader [--dir DIR]
+  labcluster etcd start MEMBER [--dir DIR]
   labcluster kubectl ARGS...`
 
 func run(args []string) int {
@@ -56,6 +62,7 @@ func run(args []string) int {
 		return 2
 	}
 	cmd, args := args[0], args[1:]
+	var member string // etcd kill/start MEMBER
 	switch cmd {
 	case "kubectl":
 		return runKubectl(args)
@@ -66,12 +73,22 @@ func run(args []string) int {
 		}
 		return runComponent(args[0], args[1:])
 	case "restart", "etcd":
-		// Two-word commands: "restart apiserver", "etcd compact".
-		if len(args) == 0 || (cmd == "restart" && args[0] != "apiserver") || (cmd == "etcd" && args[0] != "compact") {
+		// Two-word commands: "restart apiserver", "etcd compact"; "etcd
+		// kill MEMBER" and "etcd start MEMBER" take the member as well.
+		etcdCmd := cmd == "etcd" && len(args) > 0 && (args[0] == "compact" || args[0] == "kill" || args[0] == "start")
+		if len(args) == 0 || (cmd == "restart" && args[0] != "apiserver") || (cmd == "etcd" && !etcdCmd) {
 			fmt.Fprintln(os.Stderr, usage)
 			return 2
 		}
 		cmd, args = cmd+" "+args[0], args[1:]
+		if cmd == "etcd kill" || cmd == "etcd start" {
+			if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+				fmt.Fprintf(os.Stderr, "labcluster %s: name the member (etcd-1, etcd-2, ...%s)\n", cmd, map[bool]string{true: ", or leader"}[cmd == "etcd kill"])
+				return 2
+			}
+			member = args[0]
+			args = args[1:]
+		}
 	}
 
 	fs := flag.NewFlagSet("labcluster "+cmd, flag.ContinueOnError)
@@ -81,6 +98,7 @@ func run(args []string) int {
 	readyFD := fs.Int("ready-fd", 0, "run: file descriptor on which to report readiness")
 	steps := fs.Bool("steps", false, "run: also report start-up milestones on the ready fd (used by up)")
 	output := fs.String("o", "text", "status: text, env (shell assignments) or json")
+	etcdMembers := fs.Int("etcd-members", 1, "etcd members (up, run): 1, or 3 or 5 for a cluster that survives losing one or two")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -98,6 +116,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "labcluster: %v\n", err)
 		return 2
 	}
+	if *etcdMembers != 1 && *etcdMembers != 3 && *etcdMembers != 5 {
+		fmt.Fprintf(os.Stderr, "labcluster: --etcd-members %d: want 1, 3 or 5 (an even number survives no more failures than one fewer)\n", *etcdMembers)
+		return 2
+	}
 
 	switch cmd {
 	case "run":
@@ -105,9 +127,9 @@ func run(args []string) int {
 		if *readyFD > 0 {
 			ready = os.NewFile(uintptr(*readyFD), "ready")
 		}
-		return runSupervisor(d, comps, *detached, ready, *steps)
+		return runSupervisor(d, comps, *etcdMembers, *detached, ready, *steps)
 	case "up":
-		err = up(d, comps)
+		err = up(d, comps, *etcdMembers)
 		if errors.Is(err, errInterrupted) {
 			if err != errInterrupted {
 				fmt.Fprintf(os.Stderr, "labcluster up: %v\n", err)
@@ -120,6 +142,8 @@ func run(args []string) int {
 		err = restartAPIServer(d)
 	case "etcd compact":
 		err = compact(d)
+	case "etcd kill", "etcd start":
+		err = etcdMember(d, cmd, member)
 	default:
 		fmt.Fprintf(os.Stderr, "labcluster: unknown command %q\n%s\n", cmd, usage)
 		return 2
@@ -168,7 +192,7 @@ func stateDir(flagValue string) (string, error) {
 
 // up starts `labcluster run` in its own session (so it outlives this command
 // and the shell's Ctrl-C), then waits for its "ready" line.
-func up(dir string, comps []string) error {
+func up(dir string, comps []string, etcdMembers int) error {
 	if s, err := clusterstate.Read(dir); err == nil && clusterstate.Alive(s.PID) {
 		if _, err := ask(s, "status", 5*time.Second); err == nil {
 			fmt.Printf("labcluster: already up in %s: %s\n", dir, s.APIServerURL())
@@ -193,7 +217,7 @@ func up(dir string, comps []string) error {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--detached", "--ready-fd", "3", "--steps")
+	cmd := exec.Command(self, "run", "--dir", dir, "--components", strings.Join(comps, ","), "--etcd-members", strconv.Itoa(etcdMembers), "--detached", "--ready-fd", "3", "--steps")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -205,7 +229,11 @@ func up(dir string, comps []string) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	fmt.Printf("labcluster: starting %s in %s\n", strings.Join(comps, ", "), dir)
+	if etcdMembers > 1 {
+		fmt.Printf("labcluster: starting %s (etcd: %d members) in %s\n", strings.Join(comps, ", "), etcdMembers, dir)
+	} else {
+		fmt.Printf("labcluster: starting %s in %s\n", strings.Join(comps, ", "), dir)
+	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return err
@@ -328,6 +356,20 @@ func compact(dir string) error {
 		return err
 	}
 	fmt.Printf("compacted etcd at revision %d\n", rev)
+	return nil
+}
+
+// etcdMember is `labcluster etcd kill|start MEMBER`.
+func etcdMember(dir, cmd, member string) error {
+	s, err := running(dir)
+	if err != nil {
+		return err
+	}
+	reply, err := ask(s, cmd+" "+member, 40*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Println(reply)
 	return nil
 }
 

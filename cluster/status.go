@@ -149,7 +149,7 @@ func findStatus(dirFlag string) (*statusReport, error) {
 
 func (r *statusReport) fill(s *State) {
 	r.Dir, r.PID, r.Components = s.Dir, s.PID, s.Components
-	r.APIServer, r.Etcd = s.APIServerURL(), s.EtcdURL()
+	r.APIServer, r.Etcd = s.APIServerURL(), strings.Join(s.EtcdURLs(), ",")
 }
 
 // readyz asks the apiserver of a kubeconfig for /readyz and returns its URL.

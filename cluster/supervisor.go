@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -55,7 +56,7 @@ type request struct {
 // "ready URL" or "error MESSAGE", and is then closed; with steps, "step WHAT"
 // lines come first, as the start progresses (a reader that knows only the
 // last line, such as an older labkit, does not ask for them).
-func runSupervisor(dir string, components []string, detached bool, ready *os.File, steps bool) int {
+func runSupervisor(dir string, components []string, etcdMembers int, detached bool, ready *os.File, steps bool) int {
 	report := func(format string, args ...any) {
 		if ready != nil {
 			fmt.Fprintf(ready, format+"\n", args...)
@@ -80,7 +81,7 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 		return 1
 	}
 	defer lock.Close()
-	sv, err := newSupervisor(dir, components)
+	sv, err := newSupervisor(dir, components, etcdMembers)
 	if err != nil {
 		report("error %v", err)
 		return 1
@@ -117,7 +118,7 @@ func runSupervisor(dir string, components []string, detached bool, ready *os.Fil
 	return 0
 }
 
-func newSupervisor(dir string, components []string) (*supervisor, error) {
+func newSupervisor(dir string, components []string, etcdMembers int) (*supervisor, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -136,6 +137,19 @@ func newSupervisor(dir string, components []string) (*supervisor, error) {
 	for _, port := range []*int{&s.EtcdPort, &s.EtcdPeerPort, &s.APIServerPort} {
 		if *port, err = freePort(); err != nil {
 			return nil, err
+		}
+	}
+	if etcdMembers > 1 {
+		// etcd-1 keeps the ports above; the others get their own.
+		s.EtcdMembers = []clusterstate.EtcdMember{{Name: "etcd-1", ClientPort: s.EtcdPort, PeerPort: s.EtcdPeerPort}}
+		for i := 2; i <= etcdMembers; i++ {
+			m := clusterstate.EtcdMember{Name: fmt.Sprintf("etcd-%d", i)}
+			for _, port := range []*int{&m.ClientPort, &m.PeerPort} {
+				if *port, err = freePort(); err != nil {
+					return nil, err
+				}
+			}
+			s.EtcdMembers = append(s.EtcdMembers, m)
 		}
 	}
 	// A unix socket path is limited to 107 bytes; deep temp dirs can exceed it.
@@ -175,17 +189,27 @@ func (sv *supervisor) has(name string) bool {
 	return false
 }
 
-// startAll starts etcd, then the apiserver and the node, waits until the
+// startAll starts etcd (every member at once: a member of several waits for
+// the others to elect a leader), then the apiserver and the node, waits until the
 // apiserver is ready, then starts the controllers and waits for the node to
 // register. The controllers are not waited for: they connect on their own.
 func (sv *supervisor) startAll() error {
-	if err := sv.start(compEtcd); err != nil {
-		return err
+	members := sv.state.Members()
+	for _, m := range members {
+		if err := sv.start(m.Name); err != nil {
+			return err
+		}
 	}
-	if err := sv.waitTCP(compEtcd, sv.state.EtcdPort, 30*time.Second); err != nil {
-		return err
+	for _, m := range members {
+		if err := sv.waitTCP(m.Name, m.ClientPort, 30*time.Second); err != nil {
+			return err
+		}
 	}
-	sv.step("etcd listening%s", detail(sv.cpuNote(compEtcd)))
+	if len(members) == 1 {
+		sv.step("etcd listening%s", detail(sv.cpuNote(compEtcd)))
+	} else {
+		sv.step("etcd listening: %d members%s", len(members), detail(sv.cpuNote(members[0].Name)))
+	}
 	if err := sv.start(compAPIServer); err != nil {
 		return err
 	}
@@ -235,12 +259,19 @@ func (sv *supervisor) waitNode(timeout time.Duration) error {
 	}
 }
 
+// start starts a component, or an etcd member by its name.
 func (sv *supervisor) start(name string) error {
+	args := []string{"component", name}
+	if m, ok := sv.member(name); ok {
+		args = append([]string{"component", compEtcd}, etcdArgs(sv.state, m)...)
+	} else {
+		args = append(args, componentArgs(name, sv.state)...)
+	}
 	log, err := os.OpenFile(clusterstate.Dir(sv.state.Dir).Log(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(sv.self, append([]string{"component", name}, componentArgs(name, sv.state)...)...)
+	cmd := exec.Command(sv.self, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Kill the child if we die (Linux); exitWhenOrphaned in the child is
 	// the guarantee everywhere.
@@ -278,12 +309,26 @@ func (sv *supervisor) stop(name string, grace time.Duration) {
 	}
 }
 
+// member returns the etcd member of that name, if name is one.
+func (sv *supervisor) member(name string) (clusterstate.EtcdMember, bool) {
+	for _, m := range sv.state.Members() {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return clusterstate.EtcdMember{}, false
+}
+
 // stopAll stops clients of the apiserver, then the apiserver, then etcd.
 func (sv *supervisor) stopAll() {
-	for i := len(allComponents) - 1; i >= 0; i-- {
+	for i := len(allComponents) - 1; i >= 1; i-- {
 		// The apiserver drains requests on SIGTERM; long watches are ended
 		// for it, so a second or two is plenty on a lab cluster.
 		sv.stop(allComponents[i], 2*time.Second)
+	}
+	members := sv.state.Members()
+	for i := len(members) - 1; i >= 0; i-- {
+		sv.stop(members[i].Name, 2*time.Second)
 	}
 }
 
@@ -415,7 +460,13 @@ func (sv *supervisor) serve(requests <-chan request, signals <-chan os.Signal) {
 			case "status":
 				req.reply <- sv.status()
 			default:
-				req.reply <- fmt.Sprintf("error unknown request %q (want stop, restart apiserver, status)", req.line)
+				if name, ok := strings.CutPrefix(req.line, "etcd kill "); ok {
+					req.reply <- sv.killMember(name)
+				} else if name, ok := strings.CutPrefix(req.line, "etcd start "); ok {
+					req.reply <- sv.startMember(name)
+				} else {
+					req.reply <- fmt.Sprintf("error unknown request %q (want stop, restart apiserver, status, etcd kill NAME, etcd start NAME)", req.line)
+				}
 			}
 		}
 	}
@@ -435,12 +486,75 @@ func (sv *supervisor) restartAPIServer() string {
 	return fmt.Sprintf("ok apiserver restarted on %s in %.1fs", sv.state.APIServerURL(), time.Since(start).Seconds())
 }
 
+// killMember kills an etcd member at once (SIGKILL: a crash, not a clean
+// stop), "leader" being whichever member leads now. The others go on if they
+// still have a quorum (two of three).
+func (sv *supervisor) killMember(name string) string {
+	if len(sv.state.Members()) == 1 {
+		return "error this cluster has one etcd member; killing it would stop the cluster (start one with --etcd-members 3)"
+	}
+	if name == "leader" {
+		m, err := etcdLeader(context.Background(), sv.state)
+		if err != nil {
+			return "error " + err.Error()
+		}
+		name = m.Name
+	}
+	if _, ok := sv.member(name); !ok {
+		return fmt.Sprintf("error no etcd member %q (members: %s)", name, sv.memberNames())
+	}
+	c, ok := sv.children[name]
+	if !ok {
+		return fmt.Sprintf("error etcd member %s is not running", name)
+	}
+	delete(sv.children, name)
+	c.cmd.Process.Kill()
+	<-c.exited
+	return fmt.Sprintf("ok killed etcd member %s (pid %d)", name, c.cmd.Process.Pid)
+}
+
+// startMember starts a killed member again on its data directory: it
+// rejoins and catches up from the leader.
+func (sv *supervisor) startMember(name string) string {
+	m, ok := sv.member(name)
+	if !ok {
+		return fmt.Sprintf("error no etcd member %q (members: %s)", name, sv.memberNames())
+	}
+	if c, ok := sv.children[name]; ok && sv.exitedEarly(name) == nil {
+		return fmt.Sprintf("error etcd member %s is running (pid %d)", name, c.cmd.Process.Pid)
+	}
+	if err := sv.start(name); err != nil {
+		return "error " + err.Error()
+	}
+	if err := sv.waitTCP(name, m.ClientPort, 30*time.Second); err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprintf("ok started etcd member %s (pid %d) on %s", name, sv.children[name].cmd.Process.Pid, m.ClientURL())
+}
+
+func (sv *supervisor) memberNames() string {
+	var names []string
+	for _, m := range sv.state.Members() {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
 func (sv *supervisor) status() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ok supervisor pid %d, apiserver %s, etcd %s", sv.state.PID, sv.state.APIServerURL(), sv.state.EtcdURL())
-	for _, name := range allComponents {
+	fmt.Fprintf(&b, "ok supervisor pid %d, apiserver %s, etcd %s", sv.state.PID, sv.state.APIServerURL(), strings.Join(sv.state.EtcdURLs(), ","))
+	names := slices.Clone(allComponents)
+	if ms := sv.state.Members(); len(ms) > 1 {
+		names = names[1:]
+		for i := len(ms) - 1; i >= 0; i-- {
+			names = slices.Insert(names, 0, ms[i].Name)
+		}
+	}
+	for _, name := range names {
 		c, ok := sv.children[name]
 		switch {
+		case !ok && strings.HasPrefix(name, compEtcd+"-"):
+			fmt.Fprintf(&b, "\n%-20s killed", name)
 		case !ok:
 			continue
 		case sv.exitedEarly(name) != nil:

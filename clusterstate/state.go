@@ -42,7 +42,26 @@ type State struct {
 	APIServerPort int      `json:"apiserverPort"` // kube-apiserver secure port (TLS)
 	Socket        string   `json:"socket"`        // unix socket of the supervisor
 	Components    []string `json:"components"`    // what this cluster runs, in start order
+	// EtcdMembers lists the members of a multi-member etcd (`labcluster up
+	// --etcd-members 3`); empty for the usual single member, whose ports are
+	// EtcdPort and EtcdPeerPort. The first member's ports are those too, so
+	// EtcdURL always names a member.
+	EtcdMembers []EtcdMember `json:"etcdMembers,omitempty"`
 }
+
+// EtcdMember is one member of a multi-member etcd: its name (also its
+// component name, its log's and its data directory's) and its ports.
+type EtcdMember struct {
+	Name       string `json:"name"`
+	ClientPort int    `json:"clientPort"`
+	PeerPort   int    `json:"peerPort"`
+}
+
+// ClientURL is the member's client address.
+func (m EtcdMember) ClientURL() string { return "http://127.0.0.1:" + strconv.Itoa(m.ClientPort) }
+
+// PeerURL is the member's peer address.
+func (m EtcdMember) PeerURL() string { return "http://127.0.0.1:" + strconv.Itoa(m.PeerPort) }
 
 // APIServerURL is the apiserver's address, as its kubeconfig names it.
 func (s *State) APIServerURL() string {
@@ -52,6 +71,25 @@ func (s *State) APIServerURL() string {
 // EtcdURL is etcd's client address.
 func (s *State) EtcdURL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(s.EtcdPort)
+}
+
+// Members returns etcd's members: EtcdMembers, or the one member named
+// "etcd".
+func (s *State) Members() []EtcdMember {
+	if len(s.EtcdMembers) > 0 {
+		return s.EtcdMembers
+	}
+	return []EtcdMember{{Name: "etcd", ClientPort: s.EtcdPort, PeerPort: s.EtcdPeerPort}}
+}
+
+// EtcdURLs is every member's client address, as the apiserver's
+// --etcd-servers lists them.
+func (s *State) EtcdURLs() []string {
+	var out []string
+	for _, m := range s.Members() {
+		out = append(out, m.ClientURL())
+	}
+	return out
 }
 
 // Has tells whether the cluster runs a component ("controller-manager", ...).

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -214,6 +215,17 @@ func LabclusterBinary() (string, error) {
 // with us, even on SIGKILL) and waits until it is ready. components defaults to
 // the whole cluster; "etcd", "apiserver" is enough for most watch lessons.
 func StartEmbedded(dir string, components ...string) (*Cluster, error) {
+	return startEmbedded(dir, nil, components)
+}
+
+// StartEmbeddedEtcdMembers is StartEmbedded on an etcd of several members
+// (3 or 5, `labcluster up --etcd-members`), each its own process, which
+// `labcluster etcd kill|start MEMBER --dir DIR` kills and starts again.
+func StartEmbeddedEtcdMembers(dir string, members int, components ...string) (*Cluster, error) {
+	return startEmbedded(dir, []string{"--etcd-members", strconv.Itoa(members)}, components)
+}
+
+func startEmbedded(dir string, extra []string, components []string) (*Cluster, error) {
 	bin, err := LabclusterBinary()
 	if err != nil {
 		return nil, err
@@ -225,6 +237,7 @@ func StartEmbedded(dir string, components ...string) (*Cluster, error) {
 	if len(components) > 0 {
 		args = append(args, "--components", strings.Join(components, ","))
 	}
+	args = append(args, extra...)
 	log, err := os.OpenFile(filepath.Join(dir, "labcluster.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err

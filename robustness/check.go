@@ -272,20 +272,55 @@ func (m *model) at(key string, rv uint64) version {
 	return vs[i-1]
 }
 
+// selector is a watch's label selector and its field selector, which here
+// can only be metadata.name=NAME (a field every resource can select on;
+// kube-apiserver and lab 03 both serve it).
+type selector struct {
+	labels labels.Selector
+	name   string // the name metadata.name must be; "" for any
+}
+
+func parseSelector(label, field string) (selector, error) {
+	l, err := labels.Parse(label)
+	if err != nil {
+		return selector{}, fmt.Errorf("selector %q: %v", label, err)
+	}
+	s := selector{labels: l}
+	if field != "" {
+		name, ok := strings.CutPrefix(field, "metadata.name=")
+		if !ok || name == "" || strings.ContainsAny(name, ",=!") {
+			return selector{}, fmt.Errorf("fieldSelector %q: the checker knows only metadata.name=NAME", field)
+		}
+		s.name = name
+	}
+	return s, nil
+}
+
+// matches tells whether the object key (namespace/name) with these labels
+// is selected.
+func (s selector) matches(key string, l labels.Set) bool {
+	if s.name != "" {
+		if _, name, _ := strings.Cut(key, "/"); name != s.name {
+			return false
+		}
+	}
+	return s.labels.Matches(l)
+}
+
 // stateAt is every object that exists at rv and matches sel, and apart
 // those that may (a delete whose RV is not known may or may not have
 // happened by rv).
-func (m *model) stateAt(rv uint64, sel labels.Selector) (certain, maybe map[string]version) {
+func (m *model) stateAt(rv uint64, sel selector) (certain, maybe map[string]version) {
 	certain, maybe = map[string]version{}, map[string]version{}
 	for key := range m.versions {
 		v := m.at(key, rv)
 		if v.until != 0 && rv < v.until {
-			if p := m.at(key, v.rv-1); p.exists && sel.Matches(p.labels) {
+			if p := m.at(key, v.rv-1); p.exists && sel.matches(key, p.labels) {
 				maybe[key] = p
 			}
 			continue
 		}
-		if v.exists && sel.Matches(v.labels) {
+		if v.exists && sel.matches(key, v.labels) {
 			certain[key] = v
 		}
 	}
@@ -296,10 +331,10 @@ func (m *model) stateAt(rv uint64, sel labels.Selector) (certain, maybe map[stri
 // version cur), or "" for none: what `convertToWatchEvent`
 // makes of it (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-397),
 // with the object's value it must carry (the old one for a DELETED).
-func (m *model) expected(cur version, sel labels.Selector) (EventType, string) {
+func (m *model) expected(cur version, sel selector) (EventType, string) {
 	prev := m.at(cur.write.Key, cur.rv-1)
-	was := prev.exists && sel.Matches(prev.labels)
-	is := cur.exists && sel.Matches(cur.labels)
+	was := prev.exists && sel.matches(cur.write.Key, prev.labels)
+	is := cur.exists && sel.matches(cur.write.Key, cur.labels)
 	switch {
 	case !was && is:
 		return Added, cur.value
@@ -327,13 +362,16 @@ func (m *model) eventsOf(id int) []Event {
 // bookmarks never go back and never pass an event not yet delivered; an
 // ERROR ends the stream.
 func (m *model) checkWatcher(spec WatchSpec) {
-	sel, err := labels.Parse(spec.Selector)
+	sel, err := parseSelector(spec.Selector, spec.FieldSelector)
 	if err != nil {
-		m.add("ordered", fmt.Sprintf("watcher %d: selector %q: %v", spec.ID, spec.Selector, err))
+		m.add("ordered", fmt.Sprintf("watcher %d: %v", spec.ID, err))
 		return
 	}
 	es := m.eventsOf(spec.ID)
 	head := fmt.Sprintf("watcher %d: resourceVersion=%q selector=%q sendInitialEvents=%v", spec.ID, spec.StartRV, spec.Selector, spec.SendInitialEvents)
+	if spec.FieldSelector != "" {
+		head += fmt.Sprintf(" fieldSelector=%q", spec.FieldSelector)
+	}
 	start, rest, ok := m.initial(spec, sel, es, head)
 	if !ok {
 		return
@@ -398,7 +436,7 @@ func (m *model) checkWatcher(spec WatchSpec) {
 
 // missing lists the matching writes with from < RV <= to, each as the
 // event the watcher should have had.
-func (m *model) missing(sel labels.Selector, from, to uint64) []string {
+func (m *model) missing(sel selector, from, to uint64) []string {
 	var out []string
 	i, _ := slices.BinarySearchFunc(m.applied, from+1, func(w *Write, rv uint64) int { return cmp.Compare(m.rv(w), rv) })
 	for ; i < len(m.applied) && m.rv(m.applied[i]) <= to; i++ {
@@ -418,7 +456,7 @@ func (m *model) missing(sel labels.Selector, from, to uint64) []string {
 //   - "" or "0" without sendInitialEvents: a leading run of ADDED events
 //     (the state at some RV S) and then events after S; S is not on the
 //     wire, so the longest leading run that equals a state is taken.
-func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head string) (uint64, []Event, bool) {
+func (m *model) initial(spec WatchSpec, sel selector, es []Event, head string) (uint64, []Event, bool) {
 	if spec.StartRV != "" && spec.StartRV != "0" && !spec.SendInitialEvents {
 		n, err := strconv.ParseUint(spec.StartRV, 10, 64)
 		if err != nil {
@@ -478,7 +516,7 @@ func (m *model) initial(spec WatchSpec, sel labels.Selector, es []Event, head st
 }
 
 // sameState reports initial events that differ from the state at rv.
-func (m *model) sameState(spec WatchSpec, sel labels.Selector, initial []Event, rv uint64, head string) {
+func (m *model) sameState(spec WatchSpec, sel selector, initial []Event, rv uint64, head string) {
 	want, maybe := m.stateAt(rv, sel)
 	if sameObjects(initial, want, maybe) {
 		return

@@ -24,24 +24,28 @@ import (
 )
 
 // CourseStack is the course's stack as a Target: lab 04's miniapiserver
-// (embedded etcd, lab 04's etcd3 store and Cacher, lab 03's API server),
-// reached through a proxy that can cut every connection, with lab 05's
-// informer over lab 02's ListWatch and client-go's informer side by side.
-// Faults: compact etcd; restart the API server (sometimes with another API
-// server writing ConfigMaps to etcd meanwhile); cut every client
-// connection.
-//
-// Left out for now (#19): the three-member etcd and its faults (kill a
-// member, the leader, move leadership), stalled connections and consumers.
+// (lab 04's etcd3 store and Cacher, lab 03's API server) over an etcd,
+// reached through a proxy that can cut or stall every connection, with lab
+// 05's informer over lab 02's ListWatch and client-go's informer side by
+// side. Faults: compact etcd; restart the API server (sometimes with
+// another API server writing ConfigMaps to etcd meanwhile); cut every
+// client connection; stall them; and, on a three-member etcd, the etcd
+// faults (HACluster.EtcdFaults).
 type CourseStack struct {
 	Target
 	mini  *miniapiserver.Instance
 	proxy *Proxy
 }
 
-// StartCourseStack starts the stack for namespace ns.
-func StartCourseStack(ns string) (*CourseStack, error) {
-	mini, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", ErrorLog: io.Discard})
+// StartCourseStack starts the stack for namespace ns, on etcd's three
+// members (under the key prefix /course, apart from the kube-apiserver's
+// /registry), or on an embedded etcd of its own when etcd is nil.
+func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
+	mcfg := miniapiserver.Config{Listen: "127.0.0.1:0", ErrorLog: io.Discard}
+	if etcd != nil {
+		mcfg.EtcdEndpoints, mcfg.EtcdPrefix = etcd.State.EtcdURLs(), "/course"
+	}
+	mini, err := miniapiserver.Start(mcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +69,12 @@ func StartCourseStack(ns string) (*CourseStack, error) {
 		return nil, err
 	}
 	s := &CourseStack{mini: mini, proxy: proxy}
+	name := "the course's stack (lab 04 miniapiserver on its own etcd, lab 05 and client-go informers)"
+	if etcd != nil {
+		name = "the course's stack (lab 04 miniapiserver on a three-member etcd, lab 05 and client-go informers)"
+	}
 	s.Target = Target{
-		Name:   "the course's stack (lab 04 miniapiserver, lab 05 and client-go informers)",
+		Name:   name,
 		Config: cfg,
 		Faults: map[string]func(ctx context.Context) (string, []Write, error){
 			"compact": func(ctx context.Context) (string, []Write, error) {
@@ -75,6 +83,9 @@ func StartCourseStack(ns string) (*CourseStack, error) {
 			},
 			"restart": func(ctx context.Context) (string, []Write, error) {
 				err := mini.RestartWith(nil)
+				if etcd != nil {
+					return "the API server and its Cachers restarted", nil, err
+				}
 				return "the API server, its Cachers and etcd restarted", nil, err
 			},
 			"restart-with-other-writes": func(ctx context.Context) (string, []Write, error) {
@@ -94,21 +105,46 @@ func StartCourseStack(ns string) (*CourseStack, error) {
 				})
 				return fmt.Sprintf("restarted; another API server wrote %d ConfigMaps meanwhile", len(writes)), writes, err
 			},
-			"cut-connections": func(context.Context) (string, []Write, error) {
-				n := proxy.Cut()
-				return fmt.Sprintf("%d client connections cut", n), nil, nil
-			},
+			"cut-connections":   proxyCut(proxy),
+			"stall-connections": proxyStall(proxy),
 		},
 		Informers: []func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)){
-			func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
-				inf := informer.NewSharedIndexInformer(lw, informer.Options{})
-				_, _ = inf.AddEventHandler(handlerFuncs(rec)) // fails only on a stopped informer
-				return InformerSpec{ID: id, Name: "lab 05"}, func() map[string]Object { return cacheObjects(inf.GetIndexer().List()) }, inf.Run
-			},
+			Lab05Informer(lw),
 			ClientGoInformer(cfg, ns),
 		},
 	}
+	if etcd != nil {
+		for k, f := range etcd.EtcdFaults() {
+			s.Faults[k] = f
+		}
+	}
 	return s, nil
+}
+
+// Lab05Informer is lab 05's SharedIndexInformer over lab 02's ListWatch.
+func Lab05Informer(lw *listwatcher.ListWatch) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
+	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
+		inf := informer.NewSharedIndexInformer(lw, informer.Options{})
+		_, _ = inf.AddEventHandler(handlerFuncs(rec)) // fails only on a stopped informer
+		return InformerSpec{ID: id, Name: "lab 05"}, func() map[string]Object { return cacheObjects(inf.GetIndexer().List()) }, inf.Run
+	}
+}
+
+// stallFor is how long a stall-connections fault holds every byte: a
+// watch stream pauses, and a write in flight answers late (or meets its
+// 10 s deadline and is recorded Unknown).
+const stallFor = 3 * time.Second
+
+func proxyCut(p *Proxy) func(context.Context) (string, []Write, error) {
+	return func(context.Context) (string, []Write, error) {
+		return fmt.Sprintf("%d client connections cut", p.Cut()), nil, nil
+	}
+}
+
+func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
+	return func(context.Context) (string, []Write, error) {
+		return fmt.Sprintf("%d client connections stalled for %s", p.Stall(stallFor), stallFor), nil, nil
+	}
 }
 
 // ClientGoInformer is client-go's own SharedIndexInformer on ns's
@@ -155,7 +191,10 @@ type Proxy struct {
 	target string
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
+	// open is closed while bytes may flow; Stall replaces it with one
+	// that closes when the stall ends.
+	open chan struct{}
+	wg   sync.WaitGroup
 }
 
 // NewProxy listens on 127.0.0.1 and forwards to target.
@@ -164,7 +203,8 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}, open: make(chan struct{})}
+	close(p.open)
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -187,7 +227,7 @@ func (p *Proxy) accept() {
 		p.conns[in], p.conns[out] = true, true
 		p.mu.Unlock()
 		pipe := func(dst, src net.Conn) {
-			io.Copy(dst, src)
+			p.copy(dst, src)
 			dst.Close()
 			src.Close()
 			p.mu.Lock()
@@ -198,6 +238,39 @@ func (p *Proxy) accept() {
 		p.wg.Go(func() { pipe(out, in) })
 		p.wg.Go(func() { pipe(in, out) })
 	}
+}
+
+// copy is io.Copy that holds each chunk while the proxy is stalled.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			open := p.open
+			p.mu.Unlock()
+			<-open
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Stall holds every byte in both directions for d, on every connection:
+// a network that stops delivering without closing anything (the client's
+// requests and watches hang; the server's writes back up). It returns how
+// many client connections it stalled.
+func (p *Proxy) Stall(d time.Duration) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	open := make(chan struct{})
+	p.open = open
+	time.AfterFunc(d, func() { close(open) })
+	return len(p.conns) / 2
 }
 
 // Cut closes every connection and returns how many client connections

@@ -77,8 +77,13 @@ type WatchSpec struct {
 	// 1.36 the Cacher serves both alike: `getWatchCacheResourceVersion`,
 	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1302). A
 	// number: the changes after it, or 410.
-	StartRV           string
-	Selector          string // a label selector, "" for everything
+	StartRV       string
+	Selector      string // a label selector, "" for everything
+	FieldSelector string // "" or metadata.name=NAME
+	// Slow: the watcher stalls a little after each event, a consumer
+	// that cannot keep up (the server ends such a watch: the Cacher's
+	// budget for a blocked watcher runs out).
+	Slow              bool
 	SendInitialEvents bool
 	Bookmarks         bool
 }

@@ -6,85 +6,173 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 var (
-	duration = flag.Duration("duration", 15*time.Second, "how long each seed's workload runs")
+	duration = flag.Duration("duration", 15*time.Second, "how long each seed's workload runs on each stack")
 	seed     = flag.Int64("seed", 0, "run this seed only (0: the default seeds)")
+	stacks   = flag.String("stacks", "course,real", "the stacks to run on: course, real, or both")
 )
 
-// TestRobustnessCourseStack runs the seeded workload against the course's
-// stack while it injects faults, and checks the history. A failure prints
-// the seed, what was injected, and each violation with the part of the
-// history that shows it; `go test -run TestRobustnessCourseStack -args
-// -seed N -duration 10m` replays a seed for longer.
-func TestRobustnessCourseStack(t *testing.T) {
+// The three-member cluster: started by the first test that needs it, for
+// the whole test binary (a cluster per binary, not per test), stopped by
+// TestMain. On Ctrl-C it is stopped and its directory removed.
+var (
+	haOnce sync.Once
+	ha     *HACluster
+	haErr  error
+	haDir  string
+	haMu   sync.Mutex // held while it starts and while it stops
+)
+
+func haCluster(t *testing.T) *HACluster {
+	haOnce.Do(func() {
+		haMu.Lock()
+		defer haMu.Unlock()
+		if haDir, haErr = os.MkdirTemp("", "robustness-"); haErr != nil {
+			return
+		}
+		start := time.Now()
+		ha, haErr = StartHACluster(haDir)
+		if haErr == nil {
+			t.Logf("started kube-apiserver on a three-member etcd in %.1fs (%s)", time.Since(start).Seconds(), strings.Join(ha.State.EtcdURLs(), ","))
+		}
+	})
+	if haErr != nil {
+		t.Fatalf("the three-member cluster: %v", haErr)
+	}
+	return ha
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		haMu.Lock()
+		if ha != nil {
+			ha.Stop()
+		}
+		if haDir != "" {
+			os.RemoveAll(haDir)
+		}
+		fmt.Fprintf(os.Stderr, "robustness: %v: stopped the three-member cluster and removed %s\n", s, haDir)
+		os.Exit(1)
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	haMu.Lock()
+	if ha != nil {
+		ha.Stop()
+	}
+	if haDir != "" {
+		os.RemoveAll(haDir)
+	}
+	haMu.Unlock()
+	os.Exit(code)
+}
+
+// TestRobustness runs the seeded workload on each stack while it injects
+// faults, and checks the history: the course's stack (lab 04's
+// miniapiserver, over the three-member etcd) and the real kube-apiserver
+// over the same etcd, each with the same seeds and the same checker. A
+// failure prints the seed, what was injected, and each violation with the
+// part of the history that shows it (and writes the whole history to
+// $ROBUSTNESS_HISTORY_DIR, else the test's temporary directory);
+// `go test -run TestRobustness -args -seed N -duration 10m` replays a seed
+// for longer.
+func TestRobustness(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the course's stack and runs a workload")
+		t.Skip("starts a kube-apiserver on a three-member etcd and runs a workload")
 	}
 	seeds := []int64{1, 2}
 	if *seed != 0 {
 		seeds = []int64{*seed}
 	}
-	for _, s := range seeds {
-		t.Run(fmt.Sprint("seed=", s), func(t *testing.T) {
-			ns := "robustness"
-			stack, err := StartCourseStack(ns)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stack.Close()
-			cfg := Config{Seed: s, Duration: *duration, Writers: 3, Keys: 9, Watchers: 4, Namespace: ns, Faults: max(3, int(*duration/(5*time.Second)))}
-			ctx, cancel := context.WithTimeout(context.Background(), *duration+3*time.Minute)
-			defer cancel()
-			h, err := Run(ctx, stack.Target, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := Check(h)
-			kinds := map[string]int{}
-			for _, f := range h.Faults {
-				kinds[f.Kind]++
-			}
-			// A relist that merges a deleted and re-created object into one
-			// OnUpdate is client-go's design (RelistRecreate), reported as
-			// a finding with its history; everything else is a violation.
-			var findings, violations []Violation
-			for _, v := range r.Violations {
-				if v.Kind == RelistRecreate {
-					findings = append(findings, v)
-				} else {
-					violations = append(violations, v)
-				}
-			}
-			t.Logf("seed %d on %s: %d writes (%d placed from events), %d watches, %d events, %d handler calls, faults %v; %d violations, %d relist-recreate findings",
-				s, stack.Name, r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, kinds, len(violations), len(findings))
-			var b strings.Builder
-			for _, f := range h.Faults {
-				fmt.Fprintf(&b, "  fault at %v: %s: %s\n", f.At, f.Kind, f.Detail)
-			}
-			if len(findings) > 0 {
-				t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])
-			}
-			if len(violations) > 0 {
-				if b, err := json.Marshal(h); err == nil {
-					path := filepath.Join(t.TempDir(), fmt.Sprintf("history-seed-%d.json", s))
-					if dir := os.Getenv("ROBUSTNESS_HISTORY_DIR"); dir != "" {
-						path = filepath.Join(dir, fmt.Sprintf("history-seed-%d.json", s))
+	for _, stack := range strings.Split(*stacks, ",") {
+		for _, s := range seeds {
+			t.Run(fmt.Sprintf("%s/seed=%d", stack, s), func(t *testing.T) {
+				c := haCluster(t)
+				ns := fmt.Sprintf("robustness-%s-%d-%d", stack, s, time.Now().UnixNano()%1e6)
+				ctx, cancel := context.WithTimeout(context.Background(), *duration+3*time.Minute)
+				defer cancel()
+				var target Target
+				switch stack {
+				case "course":
+					st, err := StartCourseStack(ns, c)
+					if err != nil {
+						t.Fatal(err)
 					}
-					if os.WriteFile(path, b, 0o644) == nil {
-						t.Logf("the whole history: %s", path)
+					defer st.Close()
+					target = st.Target
+				case "real":
+					st, err := StartRealStack(ctx, c, ns)
+					if err != nil {
+						t.Fatal(err)
 					}
+					defer st.Close()
+					target = st.Target
+				default:
+					t.Fatalf("-stacks: unknown stack %q (want course or real)", stack)
 				}
-				for _, v := range violations[:min(len(violations), 20)] {
-					fmt.Fprintf(&b, "%s\n", v)
-				}
-				t.Errorf("seed %d: %d violation(s) of what a watch promises:\n%s", s, len(violations), b.String())
+				runAndCheck(t, ctx, target, s, ns)
+			})
+		}
+	}
+}
+
+func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns string) {
+	cfg := Config{Seed: s, Duration: *duration, Writers: 3, Keys: 9, Watchers: 4, Namespace: ns, Faults: max(3, int(*duration/(5*time.Second)))}
+	h, err := Run(ctx, target, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(h)
+	kinds := map[string]int{}
+	for _, f := range h.Faults {
+		kinds[f.Kind]++
+	}
+	// A relist that merges a deleted and re-created object into one
+	// OnUpdate is client-go's design (RelistRecreate), reported as
+	// a finding with its history; everything else is a violation.
+	var findings, violations []Violation
+	for _, v := range r.Violations {
+		if v.Kind == RelistRecreate {
+			findings = append(findings, v)
+		} else {
+			violations = append(violations, v)
+		}
+	}
+	t.Logf("seed %d on %s: %d writes (%d placed from events), %d watches, %d events, %d handler calls, faults %v; %d violations, %d relist-recreate findings",
+		s, target.Name, r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, kinds, len(violations), len(findings))
+	var b strings.Builder
+	for _, f := range h.Faults {
+		fmt.Fprintf(&b, "  fault at %v: %s: %s\n", f.At, f.Kind, f.Detail)
+	}
+	if len(findings) > 0 {
+		t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])
+	}
+	if len(violations) > 0 {
+		if b, err := json.Marshal(h); err == nil {
+			path := filepath.Join(t.TempDir(), fmt.Sprintf("history-seed-%d.json", s))
+			if dir := os.Getenv("ROBUSTNESS_HISTORY_DIR"); dir != "" {
+				path = filepath.Join(dir, fmt.Sprintf("history-seed-%d.json", s))
 			}
-		})
+			if os.WriteFile(path, b, 0o644) == nil {
+				t.Logf("the whole history: %s", path)
+			}
+		}
+		for _, v := range violations[:min(len(violations), 20)] {
+			fmt.Fprintf(&b, "%s\n", v)
+		}
+		t.Errorf("seed %d: %d violation(s) of what a watch promises:\n%s", s, len(violations), b.String())
 	}
 }

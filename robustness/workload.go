@@ -134,24 +134,26 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 	wg.Go(func() { injectFaults(runCtx, rec, t, cfg) })
 	wg.Wait()
 
-	// The end: a LIST, then the informers' caches once they hold it.
+	// The end: a LIST (a consistent read, RV ""), then the informers'
+	// caches once they hold it. A write whose answer was lost can still be
+	// applied after the LIST (the server goes on with a request its client
+	// gave up on), so the LIST is taken again until the caches hold the
+	// newest one, or a minute has passed: then the last one stands.
 	listCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var list *corev1.ConfigMapList
-	err = wait.PollUntilContextTimeout(listCtx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err = client.CoreV1().ConfigMaps(cfg.Namespace).List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the final LIST: %w", err)
-	}
-	rec.h.FinalListAt = rec.since()
-	rec.h.FinalList = map[string]Object{}
-	for _, cm := range list.Items {
-		rec.h.FinalList[cm.Namespace+"/"+cm.Name] = Object{RV: rvOf(cm.ResourceVersion), Value: cm.Data["v"]}
-	}
-	rec.h.FinalListRV = rvOf(list.ResourceVersion)
-	_ = wait.PollUntilContextTimeout(listCtx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	listed := false
+	_ = wait.PollUntilContextTimeout(listCtx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().ConfigMaps(cfg.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		listed = true
+		rec.h.FinalListAt = rec.since()
+		rec.h.FinalList = map[string]Object{}
+		for _, cm := range list.Items {
+			rec.h.FinalList[cm.Namespace+"/"+cm.Name] = Object{RV: rvOf(cm.ResourceVersion), Value: cm.Data["v"]}
+		}
+		rec.h.FinalListRV = rvOf(list.ResourceVersion)
 		for _, cacheOf := range caches {
 			if !sameCache(cacheOf(), rec.h.FinalList) {
 				return false, nil
@@ -159,6 +161,9 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 		}
 		return true, nil
 	})
+	if !listed {
+		return nil, fmt.Errorf("the final LIST: no answer within a minute")
+	}
 	for id, cacheOf := range caches {
 		rec.h.Finals[id] = cacheOf()
 	}
@@ -208,18 +213,35 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 	// watcher busy, few enough for porcupine and the history's size.
 	pace := time.NewTicker(10 * time.Millisecond)
 	defer pace.Stop()
+	// After a write with no answer, the writer waits before the next, 50 ms
+	// doubling to 1 s, as a controller's rate-limited queue would: while
+	// the server is down every request fails at once, and each one may or
+	// may not have been applied (the model must branch on it), so a writer
+	// that kept its pace would fill the history with hundreds of them.
+	var backoff time.Duration
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 			return
 		case <-pace.C:
 		}
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
 		name := keys[rng.IntN(len(keys))]
 		id := rec.nextID()
 		w := Write{ID: id, Client: n, Key: cfg.Namespace + "/" + name, Start: rec.since()}
 		var obj *corev1.ConfigMap
 		var err error
-		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Not ctx: a request under way when the run ends finishes, so
+		// writes end Unknown only by a fault.
+		reqCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		switch {
 		case !exists[name]:
 			w.Op, w.Value, w.Labels = Create, "w"+strconv.Itoa(id), map[string]string{"color": colorOf(rng)}
@@ -261,6 +283,11 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it
 			}
 		}
+		if w.Outcome == Unknown {
+			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
+		} else {
+			backoff = 0
+		}
 		rec.write(w)
 	}
 }
@@ -273,8 +300,8 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
 	resume := ""
 	for runCtx.Err() == nil {
-		spec := WatchSpec{ID: rec.nextID(), Bookmarks: rng.IntN(2) == 0}
-		switch k := rng.IntN(6); {
+		spec := WatchSpec{ID: rec.nextID(), Bookmarks: rng.IntN(2) == 0, Slow: rng.IntN(8) == 0}
+		switch k := rng.IntN(7); {
 		case resume != "" && k < 2:
 			spec.StartRV = resume
 		case k == 2:
@@ -286,9 +313,16 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			if resume != "" {
 				spec.StartRV = resume
 			}
+		case k == 5:
+			// One object by name, the field selector every resource
+			// serves: what `kubectl get cm NAME -w` asks for.
+			spec.FieldSelector = fmt.Sprintf("metadata.name=key-%02d", rng.IntN(cfg.Keys))
+			if resume != "" && rng.IntN(2) == 0 {
+				spec.StartRV = resume
+			}
 		}
 		timeout := int64(2 + rng.IntN(6))
-		opts := metav1.ListOptions{ResourceVersion: spec.StartRV, LabelSelector: spec.Selector, AllowWatchBookmarks: spec.Bookmarks, TimeoutSeconds: &timeout}
+		opts := metav1.ListOptions{ResourceVersion: spec.StartRV, LabelSelector: spec.Selector, FieldSelector: spec.FieldSelector, AllowWatchBookmarks: spec.Bookmarks, TimeoutSeconds: &timeout}
 		if spec.SendInitialEvents {
 			opts.SendInitialEvents = new(true)
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
@@ -356,6 +390,17 @@ func watchOnce(ctx context.Context, rec *recorder, cms configMapWatcher, spec Wa
 			if ev.Type == watch.Error {
 				return last, errors.New("ERROR event")
 			}
+			if spec.Slow {
+				// A consumer that falls behind: 20 ms an event is a
+				// fifth of the writers' pace.
+				t := time.NewTimer(20 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return last, nil
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
@@ -381,7 +426,11 @@ func injectFaults(ctx context.Context, rec *recorder, t Target, cfg Config) {
 		}
 		kind := kinds[rng.IntN(len(kinds))]
 		at := rec.since()
-		detail, writes, err := t.Faults[kind](ctx)
+		// Not ctx: a fault under way when the run ends completes (a
+		// restart half done would leave the next run a broken stack).
+		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		detail, writes, err := t.Faults[kind](fctx)
+		cancel()
 		if err != nil {
 			detail = "failed: " + err.Error()
 		}

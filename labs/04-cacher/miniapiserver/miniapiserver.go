@@ -38,6 +38,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -67,6 +68,17 @@ type Config struct {
 	// Wrap wraps the API server's handler (lab 03's apiserver.Config.Wrap):
 	// the course's live view counts watch streams there.
 	Wrap func(http.Handler) http.Handler
+	// EtcdEndpoints, when set, is an etcd someone else runs (client URLs
+	// of its members, e.g. a labcluster's three): the server stores there
+	// instead of in an embedded etcd of its own, and Restart restarts the
+	// API server and its Cachers but not that etcd. The robustness suite
+	// uses it to put the course's stack on a three-member etcd whose
+	// members it kills. EtcdDir is then unused.
+	EtcdEndpoints []string
+	// EtcdPrefix is prepended to every key (etcd3.Config.Prefix): set it
+	// when sharing an etcd with a kube-apiserver, whose keys start at
+	// /registry, so the two never read each other's objects. Default "/".
+	EtcdPrefix string
 }
 
 // Instance is a running miniapiserver.
@@ -82,7 +94,7 @@ type Instance struct {
 
 	// mu guards the parts below, which Restart replaces.
 	mu      sync.Mutex
-	etcd    *embeddedetcd.Server
+	etcd    *etcdConn
 	api     *apiserver.Instance
 	cachers map[string]*cacher.Cacher // by resource, "configmaps" and "pods"
 	closed  bool
@@ -104,7 +116,7 @@ func Start(cfg Config) (*Instance, error) {
 		cfg.ErrorLog = os.Stderr
 	}
 	in := &Instance{cfg: cfg, EtcdDir: cfg.EtcdDir}
-	if in.EtcdDir == "" {
+	if in.EtcdDir == "" && len(cfg.EtcdEndpoints) == 0 {
 		if in.tempDir, err = os.MkdirTemp("", "miniapiserver-etcd-"); err != nil {
 			return nil, err
 		}
@@ -120,7 +132,7 @@ func Start(cfg Config) (*Instance, error) {
 // start brings up etcd, the Cachers and the API server on listen, with the
 // given identity (nil: a new CA and token).
 func (in *Instance) start(listen string, identity *apiserver.Identity) error {
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{Dir: in.EtcdDir})
+	etcd, err := in.connectEtcd()
 	if err != nil {
 		return err
 	}
@@ -142,7 +154,7 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 			"POST /lab/compact": http.HandlerFunc(in.serveCompact),
 		},
 		Storage: func(r *apiserver.Resource) (storage.Interface, func(), error) {
-			c, err := newCacher(etcd.Client, r)
+			c, err := newCacher(etcd.Client, r, in.cfg.EtcdPrefix)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -181,8 +193,8 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 // newCacher builds a resource's storage the way StorageWithCacher does: an
 // etcd3 store for the resource's keys, and a Cacher in front of it with the
 // resource's key, attribute and trigger functions.
-func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, error) {
-	store, err := newStore(client, r)
+func newCacher(client *clientv3.Client, r *apiserver.Resource, prefix string) (*cacher.Cacher, error) {
+	store, err := newStore(client, r, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -199,15 +211,19 @@ func newCacher(client *clientv3.Client, r *apiserver.Resource) (*cacher.Cacher, 
 }
 
 // newStore is a resource's etcd3 store.
-func newStore(client *clientv3.Client, r *apiserver.Resource) (*etcd3.Store, error) {
+func newStore(client *clientv3.Client, r *apiserver.Resource, prefix string) (*etcd3.Store, error) {
 	// Lab 03's keys are /registry/<resource>/<ns>/<name>, the full etcd
-	// key of a real cluster, so the store adds no prefix of its own.
+	// key of a real cluster, so the store adds no prefix of its own
+	// unless the etcd is shared (Config.EtcdPrefix).
+	if prefix == "" {
+		prefix = "/"
+	}
 	return etcd3.New(etcd3.Config{
 		Client:         client,
 		Codec:          codec(),
 		NewFunc:        r.NewFunc,
 		NewListFunc:    r.NewListFunc,
-		Prefix:         "/",
+		Prefix:         prefix,
 		ResourcePrefix: r.ResourcePrefix,
 		GroupResource:  r.GroupResource,
 	})
@@ -312,7 +328,9 @@ func (in *Instance) serveCompact(w http.ResponseWriter, req *http.Request) {
 }
 
 // Restart stops the API server, the Cachers and etcd, and starts them again
-// on the same etcd directory, address, CA and token: to its clients it is a
+// on the same etcd directory, address, CA and token (with
+// Config.EtcdEndpoints, the etcd is not ours: only its client is closed and
+// opened again): to its clients it is a
 // kube-apiserver restart (their connections end; the kubeconfig still
 // works). The new Cachers list etcd afresh, so their rings are empty.
 func (in *Instance) Restart() error { return in.RestartWith(nil) }
@@ -336,7 +354,7 @@ func (in *Instance) RestartWith(whileDown func(stores map[string]storage.Interfa
 	if whileDown != nil {
 		stores := map[string]storage.Interface{}
 		for _, r := range apiserver.DefaultResources() {
-			st, err := newStore(etcd.Client, r)
+			st, err := newStore(etcd.Client, r, in.cfg.EtcdPrefix)
 			if err != nil {
 				etcd.Close()
 				return err
@@ -375,6 +393,30 @@ func (in *Instance) Close() error {
 	}
 	in.removeTemp()
 	return err
+}
+
+// etcdConn is the etcd the server stores in: an embedded one it started
+// (Close stops it) or a client of one it was given (Close closes the client).
+type etcdConn struct {
+	Client *clientv3.Client
+	close  func() error
+}
+
+func (e *etcdConn) Close() error { return e.close() }
+
+func (in *Instance) connectEtcd() (*etcdConn, error) {
+	if len(in.cfg.EtcdEndpoints) > 0 {
+		c, err := clientv3.New(clientv3.Config{Endpoints: in.cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, fmt.Errorf("etcd at %s: %w", strings.Join(in.cfg.EtcdEndpoints, ","), err)
+		}
+		return &etcdConn{Client: c, close: c.Close}, nil
+	}
+	e, err := embeddedetcd.Start(embeddedetcd.Config{Dir: in.EtcdDir})
+	if err != nil {
+		return nil, err
+	}
+	return &etcdConn{Client: e.Client, close: e.Close}, nil
 }
 
 func (in *Instance) removeTemp() {

@@ -1,0 +1,79 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
+)
+
+// RealStack is the real kube-apiserver v1.36.4 of an HACluster as a
+// Target, reached through a proxy that can cut or stall every connection,
+// with client-go's informer and lab 05's side by side. Faults: compact
+// etcd (`labcluster etcd compact`), restart the apiserver (`labcluster
+// restart apiserver`), cut and stall connections, and the etcd faults.
+type RealStack struct {
+	Target
+	proxy *Proxy
+}
+
+// StartRealStack creates namespace ns (the real apiserver refuses objects
+// in a namespace that does not exist) and returns the stack.
+func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, error) {
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	cfg := rest.CopyConfig(c.Config)
+	proxy, err := NewProxy(cfg.Host[len("https://"):])
+	if err != nil {
+		return nil, err
+	}
+	// The serving certificate names 127.0.0.1, which the proxy is too.
+	cfg.Host = "https://" + proxy.Addr()
+	cfg.QPS = -1
+	cfg.Timeout = 0
+	lw, err := listwatcher.New(rest.CopyConfig(cfg), "configmaps", ns)
+	if err != nil {
+		proxy.Close()
+		return nil, err
+	}
+	s := &RealStack{proxy: proxy}
+	s.Target = Target{
+		Name:   "the real kube-apiserver v1.36.4 on a three-member etcd (client-go and lab 05 informers)",
+		Config: cfg,
+		Faults: map[string]func(ctx context.Context) (string, []Write, error){
+			"compact": func(ctx context.Context) (string, []Write, error) {
+				out, err := c.labcluster(ctx, "etcd", "compact")
+				return out, nil, err
+			},
+			"restart": func(ctx context.Context) (string, []Write, error) {
+				out, err := c.labcluster(ctx, "restart", "apiserver")
+				return out, nil, err
+			},
+			"cut-connections":   proxyCut(proxy),
+			"stall-connections": proxyStall(proxy),
+		},
+		Informers: []func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)){
+			ClientGoInformer(cfg, ns),
+			Lab05Informer(lw),
+		},
+	}
+	for k, f := range c.EtcdFaults() {
+		s.Faults[k] = f
+	}
+	return s, nil
+}
+
+// Close stops the proxy; the cluster stays up for the next run.
+func (s *RealStack) Close() { s.proxy.Close() }
