@@ -11,8 +11,9 @@
 //	labcluster status [--dir DIR] [-o text|env|json] which cluster is up, what runs, on which ports
 //	labcluster restart apiserver [--dir DIR]         restart the apiserver (same port, same etcd)
 //	labcluster etcd compact [--dir DIR]              compact etcd to its current revision
-//	labcluster etcd kill MEMBER|leader [--dir DIR]   kill an etcd member (of several)
-//	labcluster etcd start MEMBER [--dir DIR]         start a killed member again
+//	labcluster etcd kill MEMBER [--dir DIR]          kill an etcd member (of several):
+//	                                                 etcd-N, leader, or follower
+//	labcluster etcd start [MEMBER] [--dir DIR]       start a killed member (all) again
 //	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.4)
 //
 // DIR defaults to $LABCLUSTER_DIR, else .cluster at the root of the go.work
@@ -52,8 +53,8 @@ const usage = `usage:
   labcluster status [--dir DIR] [-o text|env|json]
   labcluster restart apiserver [--dir DIR]
   labcluster etcd compact [--dir DIR]
-  labcluster etcd kill MEMBER|leader [--dir DIR]
-  labcluster etcd start MEMBER [--dir DIR]
+  labcluster etcd kill etcd-N|leader|follower [--dir DIR]
+  labcluster etcd start [etcd-N] [--dir DIR]
   labcluster kubectl ARGS...`
 
 func run(args []string) int {
@@ -82,12 +83,12 @@ func run(args []string) int {
 		}
 		cmd, args = cmd+" "+args[0], args[1:]
 		if cmd == "etcd kill" || cmd == "etcd start" {
-			if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-				fmt.Fprintf(os.Stderr, "labcluster %s: name the member (etcd-1, etcd-2, ...%s)\n", cmd, map[bool]string{true: ", or leader"}[cmd == "etcd kill"])
+			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				member, args = args[0], args[1:]
+			} else if cmd == "etcd kill" {
+				fmt.Fprintln(os.Stderr, "labcluster etcd kill: name the member: etcd-1, etcd-2, ..., leader or follower")
 				return 2
 			}
-			member = args[0]
-			args = args[1:]
 		}
 	}
 
@@ -195,6 +196,9 @@ func stateDir(flagValue string) (string, error) {
 func up(dir string, comps []string, etcdMembers int) error {
 	if s, err := clusterstate.Read(dir); err == nil && clusterstate.Alive(s.PID) {
 		if _, err := ask(s, "status", 5*time.Second); err == nil {
+			if n := len(s.Members()); n != etcdMembers {
+				return fmt.Errorf("a cluster with %d etcd member(s) is already up in %s; stop it first (scripts/cluster-down.sh) to start one with %d", n, dir, etcdMembers)
+			}
 			fmt.Printf("labcluster: already up in %s: %s\n", dir, s.APIServerURL())
 			return nil
 		}
@@ -365,7 +369,7 @@ func etcdMember(dir, cmd, member string) error {
 	if err != nil {
 		return err
 	}
-	reply, err := ask(s, cmd+" "+member, 40*time.Second)
+	reply, err := ask(s, strings.TrimSpace(cmd+" "+member), 100*time.Second)
 	if err != nil {
 		return err
 	}

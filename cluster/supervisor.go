@@ -462,8 +462,8 @@ func (sv *supervisor) serve(requests <-chan request, signals <-chan os.Signal) {
 			default:
 				if name, ok := strings.CutPrefix(req.line, "etcd kill "); ok {
 					req.reply <- sv.killMember(name)
-				} else if name, ok := strings.CutPrefix(req.line, "etcd start "); ok {
-					req.reply <- sv.startMember(name)
+				} else if name, ok := strings.CutPrefix(req.line, "etcd start"); ok {
+					req.reply <- sv.startMembers(strings.TrimSpace(name))
 				} else {
 					req.reply <- fmt.Sprintf("error unknown request %q (want stop, restart apiserver, status, etcd kill NAME, etcd start NAME)", req.line)
 				}
@@ -493,12 +493,30 @@ func (sv *supervisor) killMember(name string) string {
 	if len(sv.state.Members()) == 1 {
 		return "error this cluster has one etcd member; killing it would stop the cluster (start one with --etcd-members 3)"
 	}
-	if name == "leader" {
+	switch name {
+	case "leader":
 		m, err := etcdLeader(context.Background(), sv.state)
 		if err != nil {
 			return "error " + err.Error()
 		}
 		name = m.Name
+	case "follower":
+		// The first running member that does not lead: killing it costs
+		// no election, so the cluster answers throughout.
+		leader, err := etcdLeader(context.Background(), sv.state)
+		if err != nil {
+			return "error " + err.Error()
+		}
+		name = ""
+		for _, m := range sv.state.Members() {
+			if _, running := sv.children[m.Name]; running && m.Name != leader.Name {
+				name = m.Name
+				break
+			}
+		}
+		if name == "" {
+			return "error no running member but the leader"
+		}
 	}
 	if _, ok := sv.member(name); !ok {
 		return fmt.Sprintf("error no etcd member %q (members: %s)", name, sv.memberNames())
@@ -511,6 +529,29 @@ func (sv *supervisor) killMember(name string) string {
 	c.cmd.Process.Kill()
 	<-c.exited
 	return fmt.Sprintf("ok killed etcd member %s (pid %d)", name, c.cmd.Process.Pid)
+}
+
+// startMembers starts a killed member again, or with no name every killed
+// member.
+func (sv *supervisor) startMembers(name string) string {
+	if name != "" {
+		return sv.startMember(name)
+	}
+	var out []string
+	for _, m := range sv.state.Members() {
+		if _, running := sv.children[m.Name]; running {
+			continue
+		}
+		reply := sv.startMember(m.Name)
+		if strings.HasPrefix(reply, "error ") {
+			return reply
+		}
+		out = append(out, strings.TrimPrefix(reply, "ok "))
+	}
+	if len(out) == 0 {
+		return "ok every etcd member is running"
+	}
+	return "ok " + strings.Join(out, "\n")
 }
 
 // startMember starts a killed member again on its data directory: it

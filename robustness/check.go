@@ -164,11 +164,21 @@ func buildModel(h *History, r *Report) *model {
 			}
 			return 1
 		})
+		// Several deletes' windows can hold it: a delete that got no answer
+		// and was not applied, then one that was, before the key's next
+		// write. The one the server confirmed is the one (a writer's
+		// deletes of one object after the first fail or are no-ops); with
+		// none confirmed, the first sent.
+		var pick *Write
 		for ; i < len(ws) && ws[i].lo < e.RV; i++ {
 			if d := ws[i].d; !placed(d) && e.RV < ws[i].hi {
-				place(d, e.RV)
-				break
+				if pick == nil || (pick.Outcome != Applied && d.Outcome == Applied) {
+					pick = d
+				}
 			}
+		}
+		if pick != nil {
+			place(pick, e.RV)
 		}
 	}
 	for _, w := range m.byRV {
@@ -180,10 +190,12 @@ func buildModel(h *History, r *Report) *model {
 		m.versions[w.Key] = append(m.versions[w.Key], v)
 	}
 	// Deletes the server confirmed without an RV and no event placed: put
-	// each in the window between its key's writes before and after it.
+	// each in the window between its key's writes before and after it. So
+	// too a delete that got no answer when what came after shows it was
+	// applied (the key was gone at the key's next write, or at the end).
 	for i := range h.Writes {
 		d := &h.Writes[i]
-		if d.Op != Delete || d.Outcome != Applied || placed(d) {
+		if d.Op != Delete || placed(d) || (d.Outcome != Applied && !(d.Outcome == Unknown && m.deleteHappened(d))) {
 			continue
 		}
 		vs := m.versions[d.Key]
@@ -202,6 +214,40 @@ func buildModel(h *History, r *Report) *model {
 		m.versions[d.Key] = slices.Insert(vs, at, version{rv: lo + 1, write: d, until: hi})
 	}
 	return m
+}
+
+// deleteHappened tells, for a delete that got no answer and that no event
+// placed, whether it was applied: the first later write of its key whose
+// answer says whether the object existed (a create that succeeded or an
+// update refused with NotFound: it was gone; an update or delete that
+// succeeded, a create refused with AlreadyExists: it was there), else the
+// final LIST. One writer owns a key and only it creates the object, so
+// gone means deleted by d; later writes with no answer are passed over.
+func (m *model) deleteHappened(d *Write) bool {
+	var next *Write
+	for i := range m.h.Writes {
+		w := &m.h.Writes[i]
+		if w.Key != d.Key || w.Start < d.End || w.Outcome == Unknown {
+			continue
+		}
+		if next == nil || w.Start < next.Start {
+			next = w
+		}
+	}
+	if next == nil {
+		if m.h.FinalList == nil {
+			return false
+		}
+		_, present := m.h.FinalList[d.Key]
+		return !present
+	}
+	switch {
+	case next.Op == Create && next.Outcome == OK:
+		return true
+	case next.Outcome == Failed && strings.Contains(next.Err, "NotFound"):
+		return true
+	}
+	return false
 }
 
 // deleteWindow is where the RV of d, a delete answered without an RV, must

@@ -214,3 +214,49 @@ func TestPlantedViolationsAreReported(t *testing.T) {
 		})
 	}
 }
+
+// A delete with no answer that was not applied, then one that was, before
+// the key's next write: the one DELETED event is the confirmed delete's.
+// Placing it on the first delete sent instead would make the confirmed
+// one a delete of nothing, and the history unlinearizable.
+func TestUnknownDeleteBeforeAnAppliedOne(t *testing.T) {
+	h := valid()
+	h.Writes[4].Outcome, h.Writes[4].RV = Applied, 0 // its DELETED event, RV 6, places it
+	h.Writes = append(h.Writes, Write{ID: 9, Client: 0, Op: Delete, Key: "ns/a", Start: ms(5) + time.Microsecond, End: ms(7), Outcome: Unknown, Err: "EOF"})
+	r := Check(h)
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+}
+
+// A delete with no answer that no event shows, applied all the same: the
+// key's next write, a create that succeeded, proves it. A watch from "0"
+// that shows the state between the two must not be held to the object.
+func TestUnknownDeleteShownByTheNextCreate(t *testing.T) {
+	h := valid()
+	h.Writes = append(h.Writes,
+		Write{ID: 8, Client: 2, Op: Create, Key: "ns/c", Value: "c1", Labels: blue, Start: ms(14), End: ms(15), Outcome: OK, RV: 8},
+		Write{ID: 9, Client: 2, Op: Delete, Key: "ns/c", Start: ms(15), End: ms(16), Outcome: Unknown, Err: "EOF"}, // applied at RV 9
+		Write{ID: 10, Client: 1, Op: Update, Key: "ns/b", Value: "b4", Labels: blue, Start: ms(16), End: ms(17), Outcome: OK, RV: 10},
+		Write{ID: 11, Client: 2, Op: Create, Key: "ns/c", Value: "c2", Labels: blue, Start: ms(17), End: ms(18), Outcome: OK, RV: 11},
+	)
+	h.Watches = append(h.Watches, WatchSpec{ID: 5, StartRV: "0"})
+	h.Events = append(h.Events,
+		// The state at RV 10: no ns/c.
+		Event{Watcher: 5, At: ms(17), Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
+		Event{Watcher: 5, At: ms(17), Type: Added, Key: "ns/b", RV: 10, Value: "b4"},
+	)
+	h.Calls = append(h.Calls,
+		HandlerCall{Informer: 1, At: ms(15), Kind: OnAdd, Key: "ns/c", RV: 8, Value: "c1"},
+		HandlerCall{Informer: 1, At: ms(17), Kind: OnUpdate, Key: "ns/b", RV: 10, Value: "b4"},
+		HandlerCall{Informer: 1, At: ms(17), Kind: OnDelete, Key: "ns/c", RV: 8, Value: "c1"},
+		HandlerCall{Informer: 1, At: ms(18), Kind: OnAdd, Key: "ns/c", RV: 11, Value: "c2"},
+	)
+	h.Finals[1] = map[string]Object{"ns/a": {7, "a3"}, "ns/b": {10, "b4"}, "ns/c": {11, "c2"}}
+	h.FinalList = map[string]Object{"ns/a": {7, "a3"}, "ns/b": {10, "b4"}, "ns/c": {11, "c2"}}
+	h.FinalListRV = 11
+	r := Check(h)
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+}

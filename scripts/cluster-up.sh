@@ -2,11 +2,22 @@
 # Start a cluster for the labs and write .cluster/kubeconfig.
 #
 #   scripts/cluster-up.sh            the embedded control plane (default; no Docker)
+#   scripts/cluster-up.sh --etcd-members 3
+#                                    the same, on a three-member etcd (one member can die)
 #   scripts/cluster-up.sh kind       a kind cluster (needs a Docker engine)
 #   LAB_CLUSTER=kind scripts/cluster-up.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mode=${1:-${LAB_CLUSTER:-embedded}}
+mode=${LAB_CLUSTER:-embedded}
+if [[ $# -gt 0 && $1 != -* ]]; then
+  mode=$1
+  shift
+fi
+# What is left are labcluster's flags (embedded only): --etcd-members N.
+if [[ $# -gt 0 && $mode != embedded ]]; then
+  echo "cluster-up: $* is for the embedded cluster, not $mode" >&2
+  exit 2
+fi
 kubeconfig="$root/.cluster/kubeconfig"
 mkdir -p "$root/.cluster"
 # shellcheck source=../versions.env
@@ -19,7 +30,7 @@ embedded)
     exit 1
   fi
   "$root/scripts/build-labcluster.sh"
-  "$root/.cluster/bin/labcluster" up --dir "$root/.cluster"
+  "$root/.cluster/bin/labcluster" up --dir "$root/.cluster" "$@"
   ;;
 kind)
   # Ask the engine, not the client: the docker CLI answers even with no daemon.
@@ -42,7 +53,7 @@ kind)
   touch "$root/.cluster/kind"
   ;;
 *)
-  echo "usage: scripts/cluster-up.sh [embedded|kind]" >&2
+  echo "usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind]" >&2
   exit 2
   ;;
 esac
