@@ -1,7 +1,7 @@
 // Package miniapiserver is the whole stack of labs 03 and 04 in one
 // process: lab 03's API server (handlers, WatchServer, TLS, token) serving
 // ConfigMaps and Pods, each from lab 04's Cacher, over lab 04's etcd3
-// storage, over an embedded etcd. kubectl, curl and client-go informers talk
+// storage, over an embedded etcd (or one it is given: Config.EtcdEndpoints). kubectl, curl and client-go informers talk
 // to it as to a kube-apiserver, and /metrics shows what the Cacher does.
 //
 // Upstream: what kube-apiserver wires for every resource. `StorageWithCacher`

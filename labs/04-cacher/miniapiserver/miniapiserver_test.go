@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/embeddedetcd"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -133,5 +135,54 @@ func TestMetricsCompactAndRestart(t *testing.T) {
 	httpClient.CloseIdleConnections()
 	if err := in.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOnAGivenEtcd: with EtcdEndpoints the server stores in an etcd it did
+// not start, under EtcdPrefix; Restart restarts the API server and its
+// Cachers and leaves that etcd running; Close leaves it running too.
+func TestOnAGivenEtcd(t *testing.T) {
+	defer labtest.VerifyNoLeaks(t, goleak.IgnoreCurrent())
+	etcd, err := embeddedetcd.Start(embeddedetcd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	in, err := Start(Config{Listen: "127.0.0.1:0", EtcdEndpoints: []string{etcd.Endpoint}, EtcdPrefix: "/course", ErrorLog: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cfg, err := clientcmd.BuildConfigFromFlags("", in.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("lab")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := etcd.Client.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	if want := "/course/registry/configmaps/lab/a"; len(keys) != 1 || keys[0] != want {
+		t.Fatalf("etcd's keys: %q, want [%q]", keys, want)
+	}
+	if err := in.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cms.Get(ctx, "a", metav1.GetOptions{}); err != nil || got.Data["k"] != "v" {
+		t.Fatalf("after Restart: %v %v", got, err)
+	}
+	if err := in.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := etcd.Client.Get(ctx, "/course/registry/configmaps/lab/a"); err != nil {
+		t.Errorf("the given etcd after Close: %v, want it still serving", err)
 	}
 }
