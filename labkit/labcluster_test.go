@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,3 +393,82 @@ func TestInterruptedUpStopsTheCluster(t *testing.T) {
 	}
 	noProcessNames(t, dir)
 }
+
+// TestEtcdMembers: `up --etcd-members 3` runs three etcd members, each its
+// own process; with the leader killed (SIGKILL), the other two elect a new
+// one and the API serves writes again; `etcd start` brings the member back.
+// A second `up` asking for another member count is refused, as is a count
+// that is not 1, 3 or 5.
+func TestEtcdMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	dir := t.TempDir()
+	out := labcluster(t, "up", "--dir", dir, "--components", "etcd,apiserver", "--etcd-members", "3")
+	if !strings.Contains(out, "(etcd: 3 members)") || !strings.Contains(out, "etcd listening: 3 members") {
+		t.Fatalf("up: %s", out)
+	}
+	defer labcluster(t, "down", "--dir", dir)
+	status := labcluster(t, "status", "--dir", dir)
+	for _, m := range []string{"etcd-1", "etcd-2", "etcd-3"} {
+		if !regexpMatch(`(?m)^`+m+` +running, pid \d+$`, status) {
+			t.Errorf("status lacks %s running:\n%s", m, status)
+		}
+	}
+
+	out = labcluster(t, "etcd", "kill", "leader", "--dir", dir)
+	f := strings.Fields(out) // killed etcd member etcd-N (pid P)
+	if len(f) < 4 || f[0] != "killed" || !strings.HasPrefix(f[3], "etcd-") {
+		t.Fatalf("etcd kill leader: %q", out)
+	}
+	killed := f[3]
+	c, err := Connect(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A write can fail while the two left elect a leader (about a second,
+	// etcd's election timeout); then it must succeed.
+	var lastErr error
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = c.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-the-leader-died"}}, metav1.CreateOptions{})
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no write succeeded within 30s of the leader's death: %v", lastErr)
+	}
+	if status := labcluster(t, "status", "--dir", dir); !regexpMatch(`(?m)^`+killed+` +killed$`, status) {
+		t.Errorf("status does not show %s killed:\n%s", killed, status)
+	}
+	if out := labcluster(t, "etcd", "start", "--dir", dir); !strings.HasPrefix(out, "started etcd member "+killed+" ") {
+		t.Errorf("etcd start: %q", out)
+	}
+	if status := labcluster(t, "status", "--dir", dir); !regexpMatch(`(?m)^`+killed+` +running, pid \d+$`, status) {
+		t.Errorf("status does not show %s running again:\n%s", killed, status)
+	}
+
+	bin, err := LabclusterBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"up", "--dir", dir, "--components", "etcd,apiserver"}, 1, "a cluster with 3 etcd member(s) is already up"},
+		{[]string{"up", "--dir", t.TempDir(), "--etcd-members", "2"}, 2, "--etcd-members 2: want 1, 3 or 5"},
+		{[]string{"etcd", "kill", "etcd-9", "--dir", dir}, 1, `no etcd member "etcd-9" (members: etcd-1, etcd-2, etcd-3)`},
+		{[]string{"etcd", "kill", "--dir", dir}, 2, "name the member"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != tc.code || !strings.Contains(string(out), tc.want) || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+			t.Errorf("labcluster %s: exit %d, %q; want exit %d and one line with %q", strings.Join(tc.args, " "), code, out, tc.code, tc.want)
+		}
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
