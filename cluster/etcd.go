@@ -1,16 +1,23 @@
 package main
 
 // etcd, embedded: go.etcd.io/etcd/server/v3@v3.6.8/embed runs the same server
-// as the etcd binary inside our process. Loopback only, plain HTTP: nothing
-// but the apiserver on this machine talks to it. One member by default; with
+// as the etcd binary inside our process: the binary itself starts it with
+// `StartEtcd` (go.etcd.io/etcd/server/v3@v3.6.8/etcdmain/etcd.go:207).
+// Loopback only, plain HTTP: nothing but the apiserver on this machine
+// talks to it. One member by default; with
 // `labcluster up --etcd-members 3`, three, each in its own process (so one
 // can be killed), forming one raft cluster over their peer ports. The
 // robustness suite kills members, the leader, and moves leadership there.
 //
 // `labcluster etcd compact` is here too: it compacts the keyspace to the
-// current revision, the operation the apiserver itself runs every 5 minutes
-// (--etcd-compaction-interval), so a learner can make old revisions disappear
-// on demand.
+// current revision at once, so a learner can make old revisions disappear
+// on demand. It is a harsher version of what the apiserver does every
+// `DefaultCompactInterval`, 5 minutes
+// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/config.go:38,
+// --etcd-compaction-interval): it calls `Compact` with the revision it read
+// on its previous tick, and compacts nothing on its first
+// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:205-250), so etcd
+// keeps 5 to 10 minutes of history.
 
 import (
 	"context"
@@ -55,7 +62,9 @@ func runEtcd(args []string) int {
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
 	if *initialCluster != "" {
 		// A restarted member finds its cluster in its data directory and
-		// ignores this; a new one uses it to find its peers.
+		// ignores this; a new one uses it to find its peers. embed reads
+		// it only when `isMemberInitialized` finds no WAL in the data dir
+		// (go.etcd.io/etcd/server/v3@v3.6.8/embed/etcd.go:162-168).
 		cfg.InitialCluster = *initialCluster
 	}
 	cfg.InitialClusterToken = "labcluster"
@@ -117,7 +126,9 @@ func etcdClient(s *State) (*clientv3.Client, error) {
 }
 
 // etcdLeader returns the member that leads, asking each member that
-// answers for its view (etcd's Status call: the leader's member ID).
+// answers for its view: etcd's `Status` call answers with the member ID
+// of the leader it knows
+// (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/maintenance.go:258-264).
 func etcdLeader(ctx context.Context, s *State) (clusterstate.EtcdMember, error) {
 	c, err := etcdClient(s)
 	if err != nil {

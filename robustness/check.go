@@ -319,8 +319,11 @@ func (m *model) at(key string, rv uint64) version {
 }
 
 // selector is a watch's label selector and its field selector, which here
-// can only be metadata.name=NAME (a field every resource can select on;
-// kube-apiserver and lab 03 both serve it).
+// can only be metadata.name=NAME: a field every resource can select on,
+// since kube-apiserver's generic registry puts it in every object's field
+// set (`ObjectMetaFieldsSet`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/matcher.go:25-35), and lab
+// 03 serves it too.
 type selector struct {
 	labels labels.Selector
 	name   string // the name metadata.name must be; "" for any
@@ -500,8 +503,14 @@ func (m *model) missing(sel selector, from, to uint64) []string {
 //   - sendInitialEvents: ADDED events up to the bookmark marked
 //     initial-events-end, whose RV is the start.
 //   - "" or "0" without sendInitialEvents: a leading run of ADDED events
-//     (the state at some RV S) and then events after S; S is not on the
-//     wire, so the longest leading run that equals a state is taken.
+//     (the state at some RV S) and then events after S. Both servers
+//     default such a watch to sendInitialEvents=true
+//     (`SetListOptionsDefaults`,
+//     k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go:25-37),
+//     so if it allows bookmarks, S is on the wire as the initial-events-end
+//     bookmark after the run, and that bookmark's RV is the candidate.
+//     Without bookmarks S is not on the wire, so the longest leading run
+//     that equals a state is taken.
 func (m *model) initial(spec WatchSpec, sel selector, es []Event, head string) (uint64, []Event, bool) {
 	if spec.StartRV != "" && spec.StartRV != "0" && !spec.SendInitialEvents {
 		n, err := strconv.ParseUint(spec.StartRV, 10, 64)
@@ -511,8 +520,11 @@ func (m *model) initial(spec WatchSpec, sel selector, es []Event, head string) (
 		}
 		return n, es, true
 	}
-	if spec.SendInitialEvents {
-		end := slices.IndexFunc(es, func(e Event) bool { return e.Type == Bookmark && e.InitialEventsEnd })
+	end := slices.IndexFunc(es, func(e Event) bool { return e.Type == Bookmark && e.InitialEventsEnd })
+	if spec.SendInitialEvents || end >= 0 {
+		// sendInitialEvents, or "" or "0" with bookmarks, which both
+		// servers serve as sendInitialEvents: the bookmark marked
+		// initial-events-end names the state's RV.
 		if end < 0 {
 			// The stream ended before its initial events did (an error, a
 			// 410): nothing to hold the rest against.
@@ -520,38 +532,52 @@ func (m *model) initial(spec WatchSpec, sel selector, es []Event, head string) (
 		}
 		rv := es[end].RV
 		m.sameState(spec, sel, es[:end], rv, head)
+		m.freshEnough(spec, rv, head)
 		return rv, es[end+1:], true
 	}
 	run := 0
 	for run < len(es) && es[run].Type == Added {
 		run++
 	}
-	for k := run; k >= 0; k-- {
-		var candidates []uint64
-		lo := uint64(0)
-		for _, e := range es[:k] {
-			lo = max(lo, e.RV)
-		}
-		switch {
-		case k < len(es) && es[k].Type == Bookmark:
-			// The state at the bookmark's RV: nothing matching may come
-			// between the start and it.
-			candidates = append(candidates, es[k].RV)
-		case k < len(es) && es[k].Type != Error && es[k].RV > 0:
-			candidates = append(candidates, es[k].RV-1)
-		default:
-			candidates = append(candidates, lo)
-			for _, w := range m.applied {
-				if rv := m.rv(w); rv > lo {
-					candidates = append(candidates, rv)
+	// search finds the longest leading run that is the state at some RV,
+	// and with fresh, a state no older than the writes answered before a
+	// watch from "" was sent.
+	search := func(fresh bool) (uint64, int, bool) {
+		for k := run; k >= 0; k-- {
+			var candidates []uint64
+			lo := uint64(0)
+			for _, e := range es[:k] {
+				lo = max(lo, e.RV)
+			}
+			switch {
+			case k < len(es) && es[k].Type == Bookmark:
+				// The state at the bookmark's RV: nothing matching may come
+				// between the start and it.
+				candidates = append(candidates, es[k].RV)
+			case k < len(es) && es[k].Type != Error && es[k].RV > 0:
+				candidates = append(candidates, es[k].RV-1)
+			default:
+				candidates = append(candidates, lo)
+				for _, w := range m.applied {
+					if rv := m.rv(w); rv > lo {
+						candidates = append(candidates, rv)
+					}
+				}
+			}
+			for _, s := range candidates {
+				if certain, maybe := m.stateAt(s, sel); s >= lo && sameObjects(es[:k], certain, maybe) && (!fresh || m.fresh(spec, s)) {
+					return s, k, true
 				}
 			}
 		}
-		for _, s := range candidates {
-			if certain, maybe := m.stateAt(s, sel); s >= lo && sameObjects(es[:k], certain, maybe) {
-				return s, es[k:], true
-			}
-		}
+		return 0, 0, false
+	}
+	if s, k, ok := search(true); ok {
+		return s, es[k:], true
+	}
+	if s, k, ok := search(false); ok {
+		m.freshEnough(spec, s, head)
+		return s, es[k:], true
 	}
 	excerpt := []string{head}
 	for _, e := range es[:min(run, 5)] {
@@ -559,6 +585,36 @@ func (m *model) initial(spec WatchSpec, sel selector, es []Event, head string) (
 	}
 	m.add("initial-state", fmt.Sprintf("watcher %d: its leading ADDED events are not the state at any resourceVersion", spec.ID), excerpt...)
 	return 0, nil, false
+}
+
+// freshest is the highest RV of a write answered before the watch was
+// sent: a watch from "" is a consistent read, served from the cache once it
+// holds etcd's current revision, so its state is no older.
+func (m *model) freshest(spec WatchSpec) (uint64, *Write) {
+	if spec.StartRV != "" || spec.Start == 0 {
+		return 0, nil
+	}
+	var rv uint64
+	var w *Write
+	for _, a := range m.applied {
+		if a.Outcome == OK && a.End < spec.Start && a.RV > rv {
+			rv, w = a.RV, a
+		}
+	}
+	return rv, w
+}
+
+func (m *model) fresh(spec WatchSpec, rv uint64) bool {
+	least, _ := m.freshest(spec)
+	return rv >= least
+}
+
+// freshEnough reports a watch from "" whose initial state is older than a
+// write answered before it was sent.
+func (m *model) freshEnough(spec WatchSpec, rv uint64, head string) {
+	if least, w := m.freshest(spec); rv < least {
+		m.add("initial-state", fmt.Sprintf("watcher %d: from \"\" it showed the state at RV %d, older than a write answered before the watch was sent", spec.ID, rv), head, w.String())
+	}
 }
 
 // sameState reports initial events that differ from the state at rv.

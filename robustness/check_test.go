@@ -32,7 +32,8 @@ func valid() *History {
 		Watches: []WatchSpec{
 			{ID: 1, StartRV: "1", Bookmarks: true},
 			{ID: 2, StartRV: "1", Selector: "color=blue"},
-			{ID: 3, StartRV: ""},
+			{ID: 3, StartRV: "", Start: ms(3) + time.Microsecond}, // after write 2 (RV 3) was answered
+			{ID: 5, StartRV: "0", Bookmarks: true},
 			{ID: 4, StartRV: "", SendInitialEvents: true, Bookmarks: true},
 		},
 		Events: []Event{
@@ -54,6 +55,13 @@ func valid() *History {
 			{Watcher: 3, Type: Added, Key: "ns/b", RV: 3, Value: "b1"},
 			{Watcher: 3, Type: Modified, Key: "ns/a", RV: 4, Value: "a2"},
 			{Watcher: 3, Type: Modified, Key: "ns/b", RV: 5, Value: "b2"},
+
+			// From "0" with bookmarks, served as sendInitialEvents: the
+			// state at RV 4, its end marked, then what follows.
+			{Watcher: 5, Type: Added, Key: "ns/a", RV: 4, Value: "a2"},
+			{Watcher: 5, Type: Added, Key: "ns/b", RV: 3, Value: "b1"},
+			{Watcher: 5, Type: Bookmark, RV: 4, InitialEventsEnd: true},
+			{Watcher: 5, Type: Modified, Key: "ns/b", RV: 5, Value: "b2"},
 
 			// sendInitialEvents: the state at RV 5, its end marked.
 			{Watcher: 4, Type: Added, Key: "ns/a", RV: 4, Value: "a2"},
@@ -100,8 +108,8 @@ func TestValidHistoryPasses(t *testing.T) {
 	for _, v := range r.Violations {
 		t.Errorf("%s", v)
 	}
-	if r.Writes != 7 || r.Events != 21 || r.Calls != 6 {
-		t.Errorf("counted %d writes, %d events, %d calls; want 7, 21, 6", r.Writes, r.Events, r.Calls)
+	if r.Writes != 7 || r.Events != 25 || r.Calls != 6 {
+		t.Errorf("counted %d writes, %d events, %d calls; want 7, 25, 6", r.Writes, r.Events, r.Calls)
 	}
 }
 
@@ -168,6 +176,18 @@ func TestPlantedViolationsAreReported(t *testing.T) {
 		{"events after an ERROR", func(h *History) {
 			h.Events = append(h.Events, Event{Watcher: 4, Type: Bookmark, RV: 7})
 		}, "ordered"},
+		{"a watch from \"\" showing a state older than a write answered before it", func(h *History) {
+			// Watcher 3 shows the state at RV 3; write 3 (RV 4) was answered at 5 ms.
+			h.Watches[2].Start = ms(6)
+		}, "initial-state"},
+		{"a watch from \"0\" whose initial-events-end bookmark names the wrong state", func(h *History) {
+			// Its initial events are the state at RV 3; the bookmark says 4.
+			h.Watches = append(h.Watches, WatchSpec{ID: 6, StartRV: "0", Bookmarks: true})
+			h.Events = append(h.Events,
+				Event{Watcher: 6, Type: Added, Key: "ns/a", RV: 2, Value: "a1"},
+				Event{Watcher: 6, Type: Added, Key: "ns/b", RV: 3, Value: "b1"},
+				Event{Watcher: 6, Type: Bookmark, RV: 4, InitialEventsEnd: true})
+		}, "initial-state"},
 		{"initial events missing an object", func(h *History) {
 			i := eventIndex(h, 4, Added, "ns/b", 5)
 			h.Events = slices.Delete(h.Events, i, i+1)
@@ -240,11 +260,11 @@ func TestUnknownDeleteShownByTheNextCreate(t *testing.T) {
 		Write{ID: 10, Client: 1, Op: Update, Key: "ns/b", Value: "b4", Labels: blue, Start: ms(16), End: ms(17), Outcome: OK, RV: 10},
 		Write{ID: 11, Client: 2, Op: Create, Key: "ns/c", Value: "c2", Labels: blue, Start: ms(17), End: ms(18), Outcome: OK, RV: 11},
 	)
-	h.Watches = append(h.Watches, WatchSpec{ID: 5, StartRV: "0"})
+	h.Watches = append(h.Watches, WatchSpec{ID: 6, StartRV: "0"})
 	h.Events = append(h.Events,
 		// The state at RV 10: no ns/c.
-		Event{Watcher: 5, At: ms(17), Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
-		Event{Watcher: 5, At: ms(17), Type: Added, Key: "ns/b", RV: 10, Value: "b4"},
+		Event{Watcher: 6, At: ms(17), Type: Added, Key: "ns/a", RV: 7, Value: "a3"},
+		Event{Watcher: 6, At: ms(17), Type: Added, Key: "ns/b", RV: 10, Value: "b4"},
 	)
 	h.Calls = append(h.Calls,
 		HandlerCall{Informer: 1, At: ms(15), Kind: OnAdd, Key: "ns/c", RV: 8, Value: "c1"},

@@ -39,7 +39,9 @@ type CourseStack struct {
 
 // StartCourseStack starts the stack for namespace ns, on etcd's three
 // members (under the key prefix /course, apart from the kube-apiserver's
-// /registry), or on an embedded etcd of its own when etcd is nil.
+// keys, which start at `DefaultEtcdPathPrefix`, /registry:
+// k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/options.go:33), or
+// on an embedded etcd of its own when etcd is nil.
 func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
 	mcfg := miniapiserver.Config{Listen: "127.0.0.1:0", ErrorLog: io.Discard}
 	if etcd != nil {

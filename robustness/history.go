@@ -1,20 +1,29 @@
 // Package robustness checks what a watch promises against a recorded
 // history: every write with its outcome and times, every event each watcher
 // received, every call of each informer's handler, the informers' final
-// caches and the state a final LIST read. (Issue #19 of the course: this is
-// its checker; the workload and the fault injector that record a history
-// from the course's stack and from the real kube-apiserver come next.)
+// caches and the state a final LIST read. (Issue #19 of the course:
+// check.go and linearizable.go check; workload.go records a history from
+// the course's stack, course.go, or the real kube-apiserver, real.go,
+// while it injects their faults and the etcd faults of cluster.go.)
 //
-// Modelled on etcd's robustness suite (github.com/etcd-io/etcd,
-// tests/robustness; not among the course's pinned modules), which records
-// client traffic while it injects failures and validates the history
-// against a model of etcd with porcupine and a set of watch validators.
+// Modelled on etcd's robustness suite
+// (go.etcd.io/etcd/tests/v3@v3.6.8/robustness, at the course's etcd
+// version but not among its dependencies), which records client traffic
+// while it injects failures and validates the history against a model of
+// etcd with porcupine (`NonDeterministicModel`,
+// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/operations.go:38)
+// and a set of watch validators (`validateWatch`,
+// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/watch.go:40-81).
 // This package is written for the course, one level up, and its kinds are
-// its own (its "atomic", the right event for each write, is not etcd's,
-// a revision's events never split): the objects are Kubernetes objects
-// keyed namespace/name, the revisions are resourceVersions, and the
-// guarantees are those a Kubernetes watch and an informer give (410 when
-// history is gone, bookmarks, label selectors, DeletedFinalStateUnknown).
+// its own: its "atomic", the right event for each write, is not etcd's
+// "atomic", that a revision's events are never split across watch
+// responses (https://etcd.io/docs/v3.6/learning/api_guarantees/#watch-apis;
+// checked by `validateAtomic`,
+// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/watch.go:167-181). The
+// objects are Kubernetes objects keyed namespace/name, the revisions are
+// resourceVersions, and the guarantees are those a Kubernetes watch and an
+// informer give (410 when history is gone, bookmarks, label selectors,
+// DeletedFinalStateUnknown).
 // Left out: reads other than the final LIST, and etcd's own watch (the
 // history is taken at the Kubernetes API).
 package robustness
@@ -34,7 +43,9 @@ const (
 	// not applied.
 	Failed Outcome = "failed"
 	// Applied: the server applied it, and its answer gave no
-	// resourceVersion (a DELETE through client-go's typed client).
+	// resourceVersion: a DELETE through client-go's typed client, whose
+	// `Delete` returns only an error, no object
+	// (k8s.io/client-go@v0.36.4/gentype/type.go:250-258).
 	Applied Outcome = "applied"
 	// Unknown: no answer (a timeout, a cut connection): it may or may not
 	// have been applied. Events or the final LIST can tell.
@@ -71,21 +82,39 @@ type Write struct {
 // WatchSpec is a watch request.
 type WatchSpec struct {
 	ID int
-	// StartRV is the request's resourceVersion. "" or "0" without
-	// sendInitialEvents: the watch cache's current state, which need not
-	// be the newest, first as ADDED events, then the changes after it (in
-	// 1.36 the Cacher serves both alike: `getWatchCacheResourceVersion`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1302). A
-	// number: the changes after it, or 410.
+	// StartRV is the request's resourceVersion. A number: the changes
+	// after it, or 410. "" or "0" without sendInitialEvents: with the
+	// `WatchList` gate on, the default since 1.34
+	// (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:536-542),
+	// the apiserver turns such a watch into sendInitialEvents=true with
+	// NotOlderThan (`SetListOptionsDefaults`,
+	// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go:25-37;
+	// the handler calls `SetListOptionsDefaults` on every list and watch,
+	// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:216), and lab
+	// 03's server does the same. From "" the Cacher first waits until its
+	// cache has etcd's current revision (`GetCurrentResourceVersion`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1303), so the
+	// state is the newest; from "0" it takes the cache as it is, which need
+	// not be the newest. Either way that state comes first as ADDED
+	// events, then the changes after it; a watch that allows bookmarks
+	// gets the initial-events-end bookmark between the two
+	// (`setInitialEventsEndBookmarkIfRequested`,
+	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1337-1353).
 	StartRV       string
 	Selector      string // a label selector, "" for everything
 	FieldSelector string // "" or metadata.name=NAME
 	// Slow: the watcher stalls a little after each event, a consumer
-	// that cannot keep up (the server ends such a watch: the Cacher's
-	// budget for a blocked watcher runs out).
+	// that cannot keep up. The server ends such a watch: when its buffer
+	// is full, the Cacher waits for it only as long as its
+	// `dispatchTimeoutBudget` allows, then closes it
+	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1015-1033).
 	Slow              bool
 	SendInitialEvents bool
 	Bookmarks         bool
+	// Start is when the watch was sent (since the run began; 0: not
+	// recorded). A watch from "" must show a state at least as new as
+	// every write answered before it.
+	Start time.Duration
 }
 
 // EventType is a watch event's type, as on the wire.

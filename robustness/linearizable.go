@@ -19,15 +19,17 @@ import (
 // update and delete: present) and r above every RV before it on that key; a
 // write refused with AlreadyExists or NotFound must find the key present or
 // absent; the LIST must show the key as it is, at an RV no lower than the
-// key's last write. An Unknown write may have been applied or not (the
-// model branches, as etcd's robustness model does for a lost response),
-// unless an event or the LIST showed it applied. Across keys, without a
-// search: one resourceVersion order for everything, so a write (or the
-// LIST) that was answered before another was sent has the lower RV. The two
-// together are linearizability of the whole history, since every RV is
-// unique and the per-key orders are the RV order; splitting it keeps
-// porcupine's search small (it is NP-hard, and one model over every key
-// ran out of its minute on a 15-second run).
+// key's last write. An Unknown write may have been applied or not, unless
+// an event or the LIST showed it applied: the model branches, as the model
+// of etcd's robustness suite does, which considers both cases for a
+// request whose response was unknown or an error (`NonDeterministicModel`,
+// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/model/non_deterministic.go:25-29).
+// Across keys, without a search: one resourceVersion order for everything,
+// so a write (or the LIST) that was answered before another was sent has
+// the lower RV. The two together are linearizability of the whole
+// history, since every RV is unique and the per-key orders are the RV
+// order; splitting it keeps porcupine's search small (it is NP-hard, and
+// one model over every key ran out of its minute on a 15-second run).
 
 type kvState struct {
 	exists bool

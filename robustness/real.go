@@ -23,8 +23,11 @@ type RealStack struct {
 	proxy *Proxy
 }
 
-// StartRealStack creates namespace ns (the real apiserver refuses objects
-// in a namespace that does not exist) and returns the stack.
+// StartRealStack creates namespace ns and returns the stack. The real
+// apiserver refuses objects in a namespace that does not exist: its
+// NamespaceLifecycle admission plugin answers such a create with the
+// namespace's NotFound (`IsNotFound`,
+// k8s.io/apiserver@v0.36.4/pkg/admission/plugin/namespace/lifecycle/admission.go:154-160).
 func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, error) {
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {

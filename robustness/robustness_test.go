@@ -151,11 +151,14 @@ func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns s
 			violations = append(violations, v)
 		}
 	}
-	t.Logf("seed %d on %s: %d writes (%d placed from events), %d watches, %d events, %d handler calls, faults %v; %d violations, %d relist-recreate findings",
-		s, target.Name, r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, kinds, len(violations), len(findings))
+	t.Logf("seed %d on %s: %d writes (%d placed from events), %d watches, %d events, %d handler calls, faults %v; %d violations, %d relist-recreate findings; the final LIST and the caches agreed %.1fs after the workload",
+		s, target.Name, r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, kinds, len(violations), len(findings), (h.FinalListAt - cfg.Duration).Seconds())
 	var b strings.Builder
 	for _, f := range h.Faults {
 		fmt.Fprintf(&b, "  fault at %v: %s: %s\n", f.At, f.Kind, f.Detail)
+	}
+	if testing.Verbose() {
+		t.Logf("seed %d: the faults:\n%s", s, b.String())
 	}
 	if len(findings) > 0 {
 		t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])

@@ -134,11 +134,17 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 	wg.Go(func() { injectFaults(runCtx, rec, t, cfg) })
 	wg.Wait()
 
-	// The end: a LIST (a consistent read, RV ""), then the informers'
-	// caches once they hold it. A write whose answer was lost can still be
-	// applied after the LIST (the server goes on with a request its client
-	// gave up on), so the LIST is taken again until the caches hold the
-	// newest one, or a minute has passed: then the last one stands.
+	// The end: a LIST, then the informers' caches once they hold it. At
+	// RV "" the LIST is a consistent read, which kube-apiserver serves
+	// from its watch cache since `ConsistentListFromCache` (GA and locked
+	// on since 1.34:
+	// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398). A
+	// write whose answer was lost can still be applied after the LIST: when
+	// a request times out, the apiserver answers 504 but its handler goes
+	// on (`NewTimeoutError`,
+	// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/finisher/finisher.go:127-146).
+	// So the LIST is taken again until the caches hold the newest one, or
+	// a minute has passed: then the last one stands.
 	listCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	listed := false
@@ -214,10 +220,14 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 	pace := time.NewTicker(10 * time.Millisecond)
 	defer pace.Stop()
 	// After a write with no answer, the writer waits before the next, 50 ms
-	// doubling to 1 s, as a controller's rate-limited queue would: while
-	// the server is down every request fails at once, and each one may or
-	// may not have been applied (the model must branch on it), so a writer
-	// that kept its pace would fill the history with hundreds of them.
+	// doubling to 1 s: like a controller's per-item rate limiter, with
+	// smaller numbers. client-go's default per-item limiter goes from 5 ms
+	// to 1000 s (`DefaultTypedControllerRateLimiter`,
+	// k8s.io/client-go@v0.36.4/util/workqueue/default_rate_limiters.go:50-56).
+	// While the server is down every request fails at once, and each one
+	// may or may not have been applied (the model must branch on it), so a
+	// writer that kept its pace would fill the history with hundreds of
+	// them.
 	var backoff time.Duration
 	for ctx.Err() == nil {
 		select {
@@ -261,7 +271,9 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 		w.End = rec.since()
 		switch {
 		case err == nil && w.Op == Delete:
-			// client-go's typed Delete returns no object, so no RV: the
+			// client-go's typed `Delete` returns only an error, no
+			// object, so no RV
+			// (k8s.io/client-go@v0.36.4/gentype/type.go:250-258): the
 			// events place it.
 			w.Outcome = Applied
 			exists[name] = false
@@ -276,8 +288,10 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 			exists[name] = false
 		default:
 			// No answer, or an answer that does not say whether it was
-			// applied (a 500, or a 504 after the request's timeout):
-			// either may be.
+			// applied: either may be. A 500 says nothing of it, and a 504
+			// after the request's timeout leaves the handler running
+			// (`NewTimeoutError`,
+			// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/finisher/finisher.go:127-146).
 			w.Outcome, w.Err = Unknown, err.Error()
 			if w.Op == Create {
 				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it
@@ -315,7 +329,9 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			}
 		case k == 5:
 			// One object by name, the field selector every resource
-			// serves: what `kubectl get cm NAME -w` asks for.
+			// serves: what `kubectl get cm NAME -w` asks for
+			// (`WatchSingle`,
+			// k8s.io/cli-runtime@v0.36.4/pkg/resource/helper.go:173-182).
 			spec.FieldSelector = fmt.Sprintf("metadata.name=key-%02d", rng.IntN(cfg.Keys))
 			if resume != "" && rng.IntN(2) == 0 {
 				spec.StartRV = resume
@@ -327,6 +343,7 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			opts.SendInitialEvents = new(true)
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 		}
+		spec.Start = rec.since()
 		rec.mu.Lock()
 		rec.h.Watches = append(rec.h.Watches, spec)
 		rec.mu.Unlock()
@@ -435,6 +452,7 @@ func injectFaults(ctx context.Context, rec *recorder, t Target, cfg Config) {
 			detail = "failed: " + err.Error()
 		}
 		end := rec.since()
+		detail += fmt.Sprintf(" (%.1fs)", (end - at).Seconds())
 		for _, w := range writes {
 			// Another API server's writes: sent and answered within the
 			// fault.

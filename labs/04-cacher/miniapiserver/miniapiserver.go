@@ -21,8 +21,10 @@
 // resources on an in-process etcd gain nothing from two connections.
 // Left out: everything kube-apiserver does around storage
 // (admission, validation, authorization, aggregation, more resources), etcd
-// TLS, and the Prometheus metrics upstream registers inside the Cacher: here
-// the Cacher keeps plain counters and this package exports them.
+// TLS, and the Prometheus metrics upstream registers inside the Cacher
+// (for one, `EventsCounter`, counted for each event the Cacher takes in:
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:928): here the
+// Cacher keeps plain counters and this package exports them.
 package miniapiserver
 
 import (
@@ -77,7 +79,9 @@ type Config struct {
 	EtcdEndpoints []string
 	// EtcdPrefix is prepended to every key (etcd3.Config.Prefix): set it
 	// when sharing an etcd with a kube-apiserver, whose keys start at
-	// /registry, so the two never read each other's objects. Default "/".
+	// `DefaultEtcdPathPrefix`, /registry
+	// (k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/options.go:33),
+	// so the two never read each other's objects. Default "/".
 	EtcdPrefix string
 }
 
