@@ -160,5 +160,5 @@ func etcdLeader(ctx context.Context, s *State) (clusterstate.EtcdMember, error) 
 		}
 		last = fmt.Errorf("member %s sees no leader", m.Name)
 	}
-	return clusterstate.EtcdMember{}, fmt.Errorf("no etcd leader found: %v", last)
+	return clusterstate.EtcdMember{}, fmt.Errorf("no etcd leader found (with too few members running there is no quorum and no leader; labcluster etcd start starts the killed ones): %v", last)
 }

@@ -100,6 +100,9 @@ func run(args []string) int {
 	steps := fs.Bool("steps", false, "run: also report start-up milestones on the ready fd (used by up)")
 	output := fs.String("o", "text", "status: text, env (shell assignments) or json")
 	etcdMembers := fs.Int("etcd-members", 1, "etcd members (up, run): 1, or 3 or 5 for a cluster that survives losing one or two")
+	// A bad flag is one line and a pointer, not the whole flag list (which
+	// includes `run`'s internal flags).
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "run labcluster with no arguments for its usage\n") }
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

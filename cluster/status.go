@@ -138,6 +138,16 @@ func findStatus(dirFlag string) (*statusReport, error) {
 		return nil, err
 	}
 	if f == nil {
+		// A supervisor that runs but whose apiserver does not answer (etcd
+		// lost its quorum, say) is not "no cluster": up would say it is.
+		if dir, err := clusterstate.DefaultDir(); err == nil {
+			if s, err := clusterstate.Read(dir); err == nil && s.Running() {
+				_, rerr := readyz(clusterstate.Dir(dir).Kubeconfig())
+				r := &statusReport{From: clusterstate.FromWorkspace, Reason: fmt.Sprintf("the cluster in %s runs (supervisor pid %d) but does not answer: %v; with etcd members killed, labcluster etcd start; or stop it with scripts/cluster-down.sh", dir, s.PID, rerr)}
+				r.fill(s)
+				return r, nil
+			}
+		}
 		return &statusReport{From: clusterstate.FromWorkspace, Reason: "no cluster is up (none answers at the workspace's .cluster/kubeconfig); start one with scripts/cluster-up.sh"}, nil
 	}
 	r := &statusReport{Up: true, From: f.From, Kubeconfig: f.Kubeconfig, APIServer: server}

@@ -528,7 +528,17 @@ func (sv *supervisor) killMember(name string) string {
 	delete(sv.children, name)
 	c.cmd.Process.Kill()
 	<-c.exited
-	return fmt.Sprintf("ok killed etcd member %s (pid %d)", name, c.cmd.Process.Pid)
+	reply := fmt.Sprintf("ok killed etcd member %s (pid %d)", name, c.cmd.Process.Pid)
+	members, running := len(sv.state.Members()), 0
+	for _, m := range sv.state.Members() {
+		if _, ok := sv.children[m.Name]; ok {
+			running++
+		}
+	}
+	if running < members/2+1 {
+		reply += fmt.Sprintf("; %d of %d members run, no quorum: etcd, and so the apiserver, cannot serve until you start one again (labcluster etcd start)", running, members)
+	}
+	return reply
 }
 
 // startMembers starts a killed member again, or with no name every killed

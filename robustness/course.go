@@ -139,13 +139,13 @@ const stallFor = 3 * time.Second
 
 func proxyCut(p *Proxy) func(context.Context) (string, []Write, error) {
 	return func(context.Context) (string, []Write, error) {
-		return fmt.Sprintf("%d client connections cut", p.Cut()), nil, nil
+		return fmt.Sprintf("client connections cut: %d", p.Cut()), nil, nil
 	}
 }
 
 func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
 	return func(context.Context) (string, []Write, error) {
-		return fmt.Sprintf("%d client connections stalled for %s", p.Stall(stallFor), stallFor), nil, nil
+		return fmt.Sprintf("client connections stalled for %s: %d", stallFor, p.Stall(stallFor)), nil, nil
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 var (
 	duration = flag.Duration("duration", 8*time.Second, "how long each seed's workload runs on each stack")
 	seed     = flag.Int64("seed", 0, "run this seed only (0: the default seeds)")
-	stacks   = flag.String("stacks", "course,real", "the stacks to run on: course, real, or both")
+	stacks   = flag.String("stacks", "course,real", "the stacks to run on: course, real, or course,real")
 )
 
 // The three-member cluster: started by the first test that needs it, for
@@ -98,6 +98,11 @@ func TestRobustness(t *testing.T) {
 		seeds = []int64{*seed}
 	}
 	for _, stack := range strings.Split(*stacks, ",") {
+		if stack != "course" && stack != "real" {
+			t.Fatalf("-stacks %s: unknown stack %q (want course, real, or course,real)", *stacks, stack)
+		}
+	}
+	for _, stack := range strings.Split(*stacks, ",") {
 		for _, s := range seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", stack, s), func(t *testing.T) {
 				c := haCluster(t)
@@ -164,13 +169,17 @@ func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns s
 		t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])
 	}
 	if len(violations) > 0 {
-		if b, err := json.Marshal(h); err == nil {
-			path := filepath.Join(t.TempDir(), fmt.Sprintf("history-seed-%d.json", s))
-			if dir := os.Getenv("ROBUSTNESS_HISTORY_DIR"); dir != "" {
-				path = filepath.Join(dir, fmt.Sprintf("history-seed-%d.json", s))
-			}
+		// Kept after the test ends (not t.TempDir), so that
+		// ROBUSTNESS_CHECK can read it again.
+		dir := os.Getenv("ROBUSTNESS_HISTORY_DIR")
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "robustness-history-")
+		}
+		if b, jerr := json.Marshal(h); err == nil && jerr == nil {
+			path := filepath.Join(dir, fmt.Sprintf("history-%s-seed-%d.json", stackName(target), s))
 			if os.WriteFile(path, b, 0o644) == nil {
-				t.Logf("the whole history: %s", path)
+				t.Logf("the whole history (check it again with ROBUSTNESS_CHECK=%s go test -run TestCheckSavedHistory .): %s", path, path)
 			}
 		}
 		for _, v := range violations[:min(len(violations), 20)] {
@@ -204,4 +213,12 @@ func TestCheckSavedHistory(t *testing.T) {
 			t.Errorf("%s", v)
 		}
 	}
+}
+
+// stackName is "course" or "real", for file names.
+func stackName(t Target) string {
+	if strings.Contains(t.Name, "course") {
+		return "course"
+	}
+	return "real"
 }
