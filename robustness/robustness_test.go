@@ -86,9 +86,9 @@ func TestMain(m *testing.M) {
 // over the same etcd, each with the same seeds and the same checker. A
 // failure prints the seed, what was injected, and each violation with the
 // part of the history that shows it (and writes the whole history to
-// $ROBUSTNESS_HISTORY_DIR, else the test's temporary directory);
-// `go test -run TestRobustness -args -seed N -duration 10m` replays a seed
-// for longer.
+// $ROBUSTNESS_HISTORY_DIR, else to a new directory under $TMPDIR, kept);
+// `go test -timeout 40m -run TestRobustness -args -seed N -duration 10m`
+// replays a seed for longer.
 func TestRobustness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver on a three-member etcd and runs a workload")
@@ -190,7 +190,7 @@ func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns s
 }
 
 // TestCheckSavedHistory checks a history a failed run saved
-// (ROBUSTNESS_CHECK=path/history-seed-N.json): to look again at a violation
+// (ROBUSTNESS_CHECK=path/history-STACK-seed-N.json): to look again at a violation
 // without running the workload again. Skipped when the variable is unset.
 func TestCheckSavedHistory(t *testing.T) {
 	path := os.Getenv("ROBUSTNESS_CHECK")
