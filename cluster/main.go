@@ -236,14 +236,19 @@ func up(dir string, comps []string, etcdMembers int) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	// "starting" comes once the supervisor runs in its own session: a
+	// Ctrl-C sent to this terminal's process group between the fork and
+	// the child's setsid would reach the child too, with its handlers
+	// reset to the default, and kill it before it wrote a line
+	// (TestInterruptedUpStopsTheCluster met that under load).
 	if etcdMembers > 1 {
 		fmt.Printf("labcluster: starting %s (etcd: %d members) in %s\n", strings.Join(comps, ", "), etcdMembers, dir)
 	} else {
 		fmt.Printf("labcluster: starting %s in %s\n", strings.Join(comps, ", "), dir)
-	}
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		return err
 	}
 	w.Close() // the child holds its own copy; EOF on r now means it died
 	supervisorPID := cmd.Process.Pid
