@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -148,13 +149,69 @@ func buildModel(h *History, r *Report) *model {
 	for key, o := range h.FinalList {
 		shown(key, o.RV, o.Value)
 	}
+	// An informer's handler is shown every object its watch delivers (its
+	// watch has no selector), with its RV.
+	for _, c := range h.Calls {
+		if (c.Kind == OnAdd || c.Kind == OnUpdate) && !c.Tombstone {
+			shown(c.Key, c.RV, c.Value)
+		}
+	}
 	// A delete's RV lies between those of its key's writes before and
 	// after it (one writer owns a key and sends one write at a time): a
 	// DELETED event whose RV no write has is the delete whose window holds
 	// it.
 	m.windows = m.deleteWindows()
+	// Only a watcher without a label selector sees a DELETED only for a
+	// delete: with one, an update that takes the object out of the
+	// selector is a DELETED too (with the old object, at the update's RV),
+	// and placing a delete there would move it onto an update.
+	labelled := map[int]bool{}
+	for _, w := range h.Watches {
+		labelled[w.ID] = w.Selector != ""
+	}
+	// unsure: a write of key that got no answer, is not placed, and could
+	// have taken the object out of a selector before the event was seen.
+	unsure := func(key string, rv uint64, seen time.Duration) bool {
+		// The key's placed write just below rv: the unsure one was sent
+		// after it (one writer owns a key).
+		var after time.Duration
+		var below uint64
+		for i := range h.Writes {
+			w := &h.Writes[i]
+			if r := m.rv(w); w.Key == key && r != 0 && r < rv && r > below {
+				below, after = r, w.Start
+			}
+		}
+		for i := range h.Writes {
+			w := &h.Writes[i]
+			if w.Key == key && w.Op != Delete && w.Outcome == Unknown && !placed(w) && w.Start > after && w.Start <= seen {
+				return true
+			}
+		}
+		return false
+	}
+	// First the DELETED events of watchers without a label selector, then
+	// the others', unless an unplaced write could explain them.
+	var deleted []Event
 	for _, e := range h.Events {
-		if _, known := m.byRV[e.RV]; e.Type != Deleted || known || e.RV == 0 {
+		if e.Type == Deleted && !labelled[e.Watcher] {
+			deleted = append(deleted, e)
+		}
+	}
+	// An informer's OnDelete with the object (not a tombstone) is its
+	// watch's DELETED event, and its watch has no selector.
+	for _, c := range h.Calls {
+		if c.Kind == OnDelete && !c.Tombstone {
+			deleted = append(deleted, Event{Watcher: -1, At: c.At, Type: Deleted, Key: c.Key, RV: c.RV, Value: c.Value})
+		}
+	}
+	for _, e := range h.Events {
+		if e.Type == Deleted && labelled[e.Watcher] {
+			deleted = append(deleted, e)
+		}
+	}
+	for _, e := range deleted {
+		if _, known := m.byRV[e.RV]; known || e.RV == 0 || (labelled[e.Watcher] && unsure(e.Key, e.RV, e.At)) {
 			continue
 		}
 		ws := m.windows[e.Key]

@@ -280,3 +280,31 @@ func TestUnknownDeleteShownByTheNextCreate(t *testing.T) {
 		t.Errorf("%s", v)
 	}
 }
+
+// A watcher with a label selector sees an update that takes the object out
+// of the selector as a DELETED (the old object, at the update's RV). When
+// that update got no answer and only the informer's handler showed it, the
+// DELETED must not be taken for the key's delete, which also got no RV:
+// the informer's OnUpdate places the update first (the ten-minute run on
+// the real kube-apiserver, seed 7, met exactly this after a cut connection).
+func TestLabelledDeletedIsNotTakenForADelete(t *testing.T) {
+	h := valid()
+	h.Writes[2].Outcome, h.Writes[2].RV = Unknown, 0 // the update to green, applied at RV 4
+	h.Writes[4].Outcome, h.Writes[4].RV = Applied, 0 // the delete, applied at RV 6
+	keep := func(e Event) bool {
+		switch e.Watcher {
+		case 1, 3:
+			return e.RV <= 3 && e.Type == Added // streams that ended at RV 3
+		case 2:
+			return true // its DELETED at RV 4 is the update leaving color=blue
+		case 4:
+			return e.Type == Error
+		}
+		return false
+	}
+	h.Events = slices.DeleteFunc(h.Events, func(e Event) bool { return !keep(e) })
+	r := Check(h)
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+}
