@@ -110,7 +110,7 @@ func churn(t *testing.T, seed uint64) {
 		if dropped > 0 {
 			src.ResetWatch()
 		}
-		time.Sleep(time.Minute) // past any backoff
+		elapse(time.Minute) // the bubble's fake clock, past any backoff
 		synctest.Wait()
 		list, err := src.List(metav1.ListOptions{})
 		if err != nil {
@@ -157,4 +157,15 @@ func TestQueueHoldsEachKeyOnce(t *testing.T) {
 	if _, ok := q.get(); ok {
 		t.Error("get after shutDown")
 	}
+}
+
+// elapse moves the synctest bubble's fake clock forward by d: the timer
+// fires once every goroutine of the bubble is durably blocked, with the
+// clock jumped to its deadline, so no wall-clock time passes and nothing is
+// waited on but the informer's own timers (backoff, watch timeouts) coming
+// due. (The informer package's tests have the same helper.)
+func elapse(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
 }
