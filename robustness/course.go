@@ -191,12 +191,16 @@ func (s *CourseStack) Close() {
 type Proxy struct {
 	ln     net.Listener
 	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
+	// mu guards conns and open: the accept loop and every copying
+	// goroutine read them while Cut and Stall change them.
+	mu    sync.Mutex
+	conns map[net.Conn]bool // both ends of every forwarded connection
 	// open is closed while bytes may flow; Stall replaces it with one
 	// that closes when the stall ends.
 	open chan struct{}
-	wg   sync.WaitGroup
+	// wg counts the accept loop and the copying goroutines, so Close
+	// returns only when none is left.
+	wg sync.WaitGroup
 }
 
 // NewProxy listens on 127.0.0.1 and forwards to target.
