@@ -308,3 +308,196 @@ func TestLabelledDeletedIsNotTakenForADelete(t *testing.T) {
 		t.Errorf("%s", v)
 	}
 }
+
+// validPods is a small history of Pods beside a ConfigMap that keeps every
+// promise: a Pod on node-a is updated (the update does not name the node:
+// spec.nodeName cannot change, so it keeps its create's), deleted and
+// created again on node-b; a watcher of node-a's Pods sees it leave and
+// never sees it come back; a watcher of every Pod sees all; a ConfigMap
+// watcher sees no Pod. Two informers: node-a's Pods (a kubelet's) and
+// every Pod.
+func validPods() *History {
+	pod := func(w Write) Write { w.Resource = "pods"; return w }
+	h := &History{
+		Writes: []Write{
+			pod(Write{ID: 1, Op: Create, Key: "ns/pod-1", Node: "node-a", Value: "p1", Labels: blue, Start: ms(0), End: ms(1), Outcome: OK, RV: 2}),
+			pod(Write{ID: 2, Client: 1, Op: Create, Key: "ns/pod-2", Node: "node-b", Value: "q1", Labels: blue, Start: ms(2), End: ms(3), Outcome: OK, RV: 3}),
+			pod(Write{ID: 3, Op: Update, Key: "ns/pod-1", Value: "p2", Labels: green, Start: ms(4), End: ms(5), Outcome: OK, RV: 4}),
+			pod(Write{ID: 4, Op: Delete, Key: "ns/pod-1", Start: ms(6), End: ms(7), Outcome: OK, RV: 5}),
+			pod(Write{ID: 5, Op: Create, Key: "ns/pod-1", Node: "node-b", Value: "p3", Labels: blue, Start: ms(8), End: ms(9), Outcome: OK, RV: 6}),
+			{ID: 6, Client: 2, Op: Create, Key: "ns/key-1", Value: "c1", Labels: blue, Start: ms(10), End: ms(11), Outcome: OK, RV: 7},
+		},
+		Watches: []WatchSpec{
+			{ID: 1, Resource: "pods", StartRV: "1", FieldSelector: "spec.nodeName=node-a"},
+			{ID: 2, Resource: "pods", StartRV: "1"},
+			{ID: 3, StartRV: "1"},
+		},
+		Events: []Event{
+			{Watcher: 1, Type: Added, Key: "ns/pod-1", RV: 2, Value: "p1"},
+			{Watcher: 1, Type: Modified, Key: "ns/pod-1", RV: 4, Value: "p2"},
+			{Watcher: 1, Type: Deleted, Key: "ns/pod-1", RV: 5, Value: "p2"},
+
+			{Watcher: 2, Type: Added, Key: "ns/pod-1", RV: 2, Value: "p1"},
+			{Watcher: 2, Type: Added, Key: "ns/pod-2", RV: 3, Value: "q1"},
+			{Watcher: 2, Type: Modified, Key: "ns/pod-1", RV: 4, Value: "p2"},
+			{Watcher: 2, Type: Deleted, Key: "ns/pod-1", RV: 5, Value: "p2"},
+			{Watcher: 2, Type: Added, Key: "ns/pod-1", RV: 6, Value: "p3"},
+
+			{Watcher: 3, Type: Added, Key: "ns/key-1", RV: 7, Value: "c1"},
+		},
+		Informers: []InformerSpec{
+			{ID: 1, Name: "client-go", Resource: "pods", FieldSelector: "spec.nodeName=node-a"},
+			{ID: 2, Name: "lab 05", Resource: "pods"},
+		},
+		Calls: []HandlerCall{
+			{Informer: 1, Kind: OnAdd, Key: "ns/pod-1", RV: 2, Value: "p1"},
+			{Informer: 1, Kind: OnUpdate, Key: "ns/pod-1", RV: 4, Value: "p2"},
+			{Informer: 1, Kind: OnDelete, Key: "ns/pod-1", RV: 5, Value: "p2"},
+
+			{Informer: 2, Kind: OnAdd, Key: "ns/pod-1", RV: 2, Value: "p1"},
+			{Informer: 2, Kind: OnAdd, Key: "ns/pod-2", RV: 3, Value: "q1"},
+			{Informer: 2, Kind: OnUpdate, Key: "ns/pod-1", RV: 4, Value: "p2"},
+			{Informer: 2, Kind: OnDelete, Key: "ns/pod-1", RV: 5, Value: "p2"},
+			{Informer: 2, Kind: OnAdd, Key: "ns/pod-1", RV: 6, Value: "p3"},
+		},
+		Finals: map[int]map[string]Object{
+			1: {},
+			2: {"ns/pod-1": {6, "p3"}, "ns/pod-2": {3, "q1"}},
+		},
+		FinalList:   map[string]Object{"ns/pod-1": {6, "p3"}, "ns/pod-2": {3, "q1"}, "ns/key-1": {7, "c1"}},
+		FinalListRV: 7,
+		FinalListAt: ms(20),
+	}
+	for i := range h.Events {
+		h.Events[i].At = ms(12)
+	}
+	return h
+}
+
+// TestPodsByNodeName: the Pod history keeps every promise, and each broken
+// promise planted in it is reported: the node's watcher and informer are
+// held to spec.nodeName, a ConfigMap watcher to ConfigMaps.
+func TestPodsByNodeName(t *testing.T) {
+	r := Check(validPods())
+	for _, v := range r.Violations {
+		t.Errorf("valid: %s", v)
+	}
+	for _, tc := range []struct {
+		name  string
+		plant func(h *History)
+		want  string
+	}{
+		{"node-a's watcher shown the Pod re-created on node-b", func(h *History) {
+			h.Events = slices.Insert(h.Events, 3, Event{Watcher: 1, At: ms(12), Type: Added, Key: "ns/pod-1", RV: 6, Value: "p3"})
+		}, "atomic"},
+		{"node-a's watcher missing the update", func(h *History) {
+			h.Events = slices.Delete(h.Events, 1, 2)
+		}, "reliable"},
+		{"a ConfigMap watcher shown a Pod", func(h *History) {
+			h.Events = slices.Insert(h.Events, 8, Event{Watcher: 3, At: ms(12), Type: Added, Key: "ns/pod-2", RV: 3, Value: "q1"})
+		}, "atomic"},
+		{"node-a's informer still holding the Pod now on node-b", func(h *History) {
+			h.Finals[1]["ns/pod-1"] = Object{6, "p3"}
+		}, "informer-final"},
+		{"node-a's informer never told the Pod left", func(h *History) {
+			h.Calls = slices.Delete(h.Calls, 2, 3)
+		}, "informer-delete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validPods()
+			tc.plant(h)
+			r := Check(h)
+			if !slices.Contains(kinds(r), tc.want) {
+				t.Fatalf("violations %v, want one of kind %q", kinds(r), tc.want)
+			}
+			for _, v := range r.Violations {
+				t.Logf("%s", v)
+			}
+		})
+	}
+}
+
+// podsWithMark is validPods with the Pod's delete made as kube-apiserver
+// makes it: first a write that sets its deletionTimestamp (RV 5, content
+// unchanged), then the delete (RV 6). Both watchers of the Pod and both
+// informers see the mark as a MODIFIED (OnUpdate) with the old value.
+func podsWithMark() *History {
+	h := validPods()
+	bump := func(rv *uint64) {
+		if *rv >= 5 {
+			*rv++
+		}
+	}
+	for i := range h.Writes {
+		bump(&h.Writes[i].RV)
+	}
+	for i := range h.Events {
+		bump(&h.Events[i].RV)
+	}
+	for i := range h.Calls {
+		bump(&h.Calls[i].RV)
+	}
+	for k, o := range h.FinalList {
+		bump(&o.RV)
+		h.FinalList[k] = o
+	}
+	for _, f := range h.Finals {
+		for k, o := range f {
+			bump(&o.RV)
+			f[k] = o
+		}
+	}
+	h.FinalListRV++
+	mark := func(watcher int) Event {
+		return Event{Watcher: watcher, At: ms(12), Type: Modified, Key: "ns/pod-1", RV: 5, Value: "p2"}
+	}
+	// Before each watcher's DELETED of pod-1 (now at RV 6).
+	for _, w := range []int{1, 2} {
+		i := slices.IndexFunc(h.Events, func(e Event) bool { return e.Watcher == w && e.Type == Deleted })
+		h.Events = slices.Insert(h.Events, i, mark(w))
+	}
+	for _, inf := range []int{1, 2} {
+		i := slices.IndexFunc(h.Calls, func(c HandlerCall) bool { return c.Informer == inf && c.Kind == OnDelete })
+		h.Calls = slices.Insert(h.Calls, i, HandlerCall{Informer: inf, Kind: OnUpdate, Key: "ns/pod-1", RV: 5, Value: "p2"})
+	}
+	return h
+}
+
+// TestPodDeleteIsTwoWrites: the MODIFIED that marks a Pod deleting is taken
+// for the first of its delete's two writes, not for an event no write made;
+// and once known, every watcher of the Pod must get it.
+func TestPodDeleteIsTwoWrites(t *testing.T) {
+	r := Check(podsWithMark())
+	for _, v := range r.Violations {
+		t.Errorf("with the mark: %s", v)
+	}
+	h := podsWithMark()
+	i := slices.IndexFunc(h.Events, func(e Event) bool { return e.Watcher == 2 && e.RV == 5 })
+	h.Events = slices.Delete(h.Events, i, i+1)
+	if r := Check(h); !slices.Contains(kinds(r), "reliable") {
+		t.Errorf("a watcher that missed the mark another saw: violations %v, want one of kind reliable", kinds(r))
+	}
+	h = podsWithMark()
+	// The same MODIFIED with no delete after it: no write made it.
+	h.Writes = slices.DeleteFunc(h.Writes, func(w Write) bool { return w.Op == Delete })
+	if r := Check(h); !slices.Contains(kinds(r), "atomic") {
+		t.Errorf("a MODIFIED of the old content with no delete after it: violations %v, want one of kind atomic", kinds(r))
+	}
+}
+
+// TestInitialEventsCutShort: a watch from "0" without bookmarks whose
+// stream ended after some of its initial events (here one of two) shows
+// part of one state; an initial event that is no state's is still
+// reported.
+func TestInitialEventsCutShort(t *testing.T) {
+	h := valid()
+	h.Watches = append(h.Watches, WatchSpec{ID: 7, StartRV: "0"})
+	h.Events = append(h.Events, Event{Watcher: 7, At: ms(14), Type: Added, Key: "ns/a", RV: 4, Value: "a2"})
+	for _, v := range Check(h).Violations {
+		t.Errorf("cut short: %s", v)
+	}
+	h.Events[len(h.Events)-1].Value = "a1"
+	if r := Check(h); !slices.Contains(kinds(r), "initial-state") {
+		t.Errorf("an initial event with the wrong content: violations %v, want one of kind initial-state", kinds(r))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -64,7 +65,7 @@ func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
 	cfg.Host = "https://" + proxy.Addr()
 	cfg.QPS = -1
 	cfg.Timeout = 0 // watches; each write has its own deadline
-	lw, err := listwatcher.New(rest.CopyConfig(cfg), "configmaps", ns)
+	informers, err := informersOn(cfg, ns)
 	if err != nil {
 		proxy.Close()
 		mini.Close()
@@ -110,10 +111,7 @@ func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
 			"cut-connections":   proxyCut(proxy),
 			"stall-connections": proxyStall(proxy),
 		},
-		Informers: []func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)){
-			Lab05Informer(lw),
-			ClientGoInformer(cfg, ns),
-		},
+		Informers: informers,
 	}
 	if etcd != nil {
 		for k, f := range etcd.EtcdFaults() {
@@ -128,7 +126,8 @@ func Lab05Informer(lw *listwatcher.ListWatch) func(int, HandlerRecorder) (Inform
 	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 		inf := informer.NewSharedIndexInformer(lw, informer.Options{})
 		_, _ = inf.AddEventHandler(handlerFuncs(rec)) // fails only on a stopped informer
-		return InformerSpec{ID: id, Name: "lab 05"}, func() map[string]Object { return cacheObjects(inf.GetIndexer().List()) }, inf.Run
+		spec := InformerSpec{ID: id, Name: "lab 05", Resource: lw.Resource, Selector: lw.LabelSelector, FieldSelector: lw.FieldSelector}
+		return spec, func() map[string]Object { return cacheObjects(inf.GetIndexer().List()) }, inf.Run
 	}
 }
 
@@ -150,15 +149,47 @@ func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
 }
 
 // ClientGoInformer is client-go's own SharedIndexInformer on ns's
-// ConfigMaps, for any target.
-func ClientGoInformer(cfg *rest.Config, ns string) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
+// ConfigMaps or Pods, for any target; fieldSelector "" selects all. On Pods
+// with spec.nodeName=NODE it is a kubelet's informer (the kubelet lists
+// and watches its Pods through `NewListWatchFromClient` with that field
+// selector, k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37).
+func ClientGoInformer(cfg *rest.Config, ns, resource, fieldSelector string) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 		client := kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg))
-		lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+		sel := fields.Everything()
+		if fieldSelector != "" {
+			sel = fields.ParseSelectorOrDie(fieldSelector)
+		}
+		lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), resource, ns, sel)
+		var example runtime.Object = &corev1.ConfigMap{}
+		if resource == "pods" {
+			example = &corev1.Pod{}
+		}
+		inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
 		_, _ = inf.AddEventHandler(handlerFuncs(rec)) // fails only on a stopped informer
-		return InformerSpec{ID: id, Name: "client-go"}, func() map[string]Object { return cacheObjects(inf.GetStore().List()) }, inf.RunWithContext
+		spec := InformerSpec{ID: id, Name: "client-go", Resource: resource, FieldSelector: fieldSelector}
+		return spec, func() map[string]Object { return cacheObjects(inf.GetStore().List()) }, inf.RunWithContext
 	}
+}
+
+// informersOn are the informers each stack runs: lab 05's and client-go's
+// on every ConfigMap, lab 05's on every Pod, and client-go's on node-a's
+// Pods, as node-a's kubelet would watch them.
+func informersOn(cfg *rest.Config, ns string) ([]func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)), error) {
+	cms, err := listwatcher.New(rest.CopyConfig(cfg), "configmaps", ns)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := listwatcher.New(rest.CopyConfig(cfg), "pods", ns)
+	if err != nil {
+		return nil, err
+	}
+	return []func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)){
+		Lab05Informer(cms),
+		ClientGoInformer(cfg, ns, "configmaps", ""),
+		Lab05Informer(pods),
+		ClientGoInformer(cfg, ns, "pods", "spec.nodeName=node-a"),
+	}, nil
 }
 
 func handlerFuncs(rec HandlerRecorder) cache.ResourceEventHandlerFuncs {
@@ -172,8 +203,8 @@ func handlerFuncs(rec HandlerRecorder) cache.ResourceEventHandlerFuncs {
 func cacheObjects(objs []any) map[string]Object {
 	out := map[string]Object{}
 	for _, o := range objs {
-		if cm, ok := o.(*corev1.ConfigMap); ok {
-			out[cm.Namespace+"/"+cm.Name] = Object{RV: rvOf(cm.ResourceVersion), Value: cm.Data["v"]}
+		if f, ok := fieldsOf(o); ok {
+			out[f.key] = Object{RV: f.rv, Value: f.value}
 		}
 	}
 	return out

@@ -59,6 +59,10 @@ const (
 	Create Op = "create"
 	Update Op = "update"
 	Delete Op = "delete"
+	// Mark is not sent by a client: it is the first of the two writes a
+	// Pod's delete makes on kube-apiserver (the deletionTimestamp set,
+	// the content unchanged), which the checker finds (placeMarks).
+	Mark Op = "mark-deleting"
 )
 
 // Write is one write request and what came of it.
@@ -67,6 +71,15 @@ type Write struct {
 	Client int
 	Op     Op
 	Key    string // namespace/name
+	// Resource is "pods" or "configmaps" ("" means configmaps). A key
+	// names one object of one resource: the workload's ConfigMaps are
+	// key-NN and its Pods pod-NN.
+	Resource string
+	// Node is a Pod's spec.nodeName: on a create, the node it names; on
+	// an update, the node the writer believes the Pod has (spec.nodeName
+	// cannot change once set, so the model takes it from the Pod's
+	// create when it knows that).
+	Node string
 	// Value and Labels are the object's after a create or update. Each
 	// create and update carries a value no other write carries, so an
 	// event tells which write it shows.
@@ -100,9 +113,12 @@ type WatchSpec struct {
 	// gets the initial-events-end bookmark between the two
 	// (`setInitialEventsEndBookmarkIfRequested`,
 	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1337-1353).
-	StartRV       string
-	Selector      string // a label selector, "" for everything
-	FieldSelector string // "" or metadata.name=NAME
+	StartRV  string
+	Resource string // "pods" or "configmaps" ("": configmaps)
+	Selector string // a label selector, "" for everything
+	// FieldSelector is "", metadata.name=NAME, or for Pods
+	// spec.nodeName=NODE: what each kubelet watches.
+	FieldSelector string
 	// Slow: the watcher stalls a little after each event, a consumer
 	// that cannot keep up. The server ends such a watch: when its buffer
 	// is full, the Cacher waits for it only as long as its
@@ -178,9 +194,11 @@ type HandlerCall struct {
 
 // InformerSpec is an informer and what it selects.
 type InformerSpec struct {
-	ID       int
-	Name     string // "lab 05", "client-go"
-	Selector string
+	ID            int
+	Name          string // "lab 05", "client-go"
+	Resource      string // "pods" or "configmaps" ("": configmaps)
+	Selector      string
+	FieldSelector string // as WatchSpec's
 }
 
 // Object is one object of a cache or a LIST.
@@ -207,17 +225,29 @@ type History struct {
 	Calls     []HandlerCall
 	// Finals is each informer's cache at the end, by informer ID.
 	Finals map[int]map[string]Object
-	// FinalList is a LIST read after the last write, and its RV.
+	// FinalList is what LISTs of each resource read after the last
+	// write, and FinalListRV the lower of their RVs.
 	FinalList   map[string]Object
 	FinalListRV uint64
 	FinalListAt time.Duration
 	Faults      []Fault
 }
 
+// resourceName is "configmaps" for "", else r.
+func resourceName(r string) string {
+	if r == "" {
+		return "configmaps"
+	}
+	return r
+}
+
 func (w Write) String() string {
 	s := fmt.Sprintf("write %d (client %d) %s %s", w.ID, w.Client, w.Op, w.Key)
 	if w.Op != Delete {
 		s += fmt.Sprintf(" value=%s labels=%v", w.Value, w.Labels)
+	}
+	if w.Op == Create && w.Node != "" {
+		s += " node=" + w.Node
 	}
 	s += fmt.Sprintf(" [%v, %v] -> %s", w.Start, w.End, w.Outcome)
 	if w.Outcome == OK {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // interval is a stretch of resourceVersions over which an object exists and
@@ -19,11 +17,11 @@ type interval struct {
 }
 
 // visible lists key's intervals for sel, from its versions.
-func (m *model) visible(key string, sel labels.Selector) []interval {
+func (m *model) visible(key string, sel selector) []interval {
 	var out []interval
 	open := false
 	for _, v := range m.versions[key] {
-		in := v.exists && sel.Matches(v.labels)
+		in := sel.matches(key, v)
 		switch {
 		case in && !open:
 			out = append(out, interval{from: v.rv, index: len(out)})
@@ -55,12 +53,16 @@ const RelistRecreate = "relist-recreate"
 // (DeletedFinalStateUnknown counts) before any call about a later stretch,
 // and by the end when the stretch has ended.
 func (m *model) checkInformer(inf InformerSpec) {
-	sel, err := labels.Parse(inf.Selector)
+	sel, err := parseSelector(inf.Resource, inf.Selector, inf.FieldSelector)
 	if err != nil {
-		m.add("informer-final", fmt.Sprintf("informer %d (%s): selector %q: %v", inf.ID, inf.Name, inf.Selector, err))
+		m.add("informer-final", fmt.Sprintf("informer %d (%s): %v", inf.ID, inf.Name, err))
 		return
 	}
-	name := fmt.Sprintf("informer %d (%s, selector %q)", inf.ID, inf.Name, inf.Selector)
+	name := fmt.Sprintf("informer %d (%s on %s, selector %q", inf.ID, inf.Name, sel.resource, inf.Selector)
+	if inf.FieldSelector != "" {
+		name += fmt.Sprintf(", fieldSelector %q", inf.FieldSelector)
+	}
+	name += ")"
 	if m.h.FinalList != nil {
 		m.checkFinal(inf, sel, name)
 	}
@@ -115,12 +117,14 @@ func (m *model) checkInformer(inf InformerSpec) {
 	}
 }
 
-func (m *model) checkFinal(inf InformerSpec, sel labels.Selector, name string) {
+func (m *model) checkFinal(inf InformerSpec, sel selector, name string) {
 	want := map[string]Object{}
 	for key, o := range m.h.FinalList {
-		// The model knows the object's labels, unless the write that made
-		// it stayed Unknown; then it is expected either way.
-		if v := m.at(key, o.RV); v.write == nil || sel.Matches(v.labels) {
+		// The model knows the object's labels and node, unless the write
+		// that made it stayed Unknown; then it is expected either way, if
+		// it is of the informer's resource.
+		v := m.at(key, o.RV)
+		if v.write == nil && m.resourceOf(key) == sel.resource || sel.matches(key, v) {
 			want[key] = o
 		}
 	}
@@ -141,6 +145,16 @@ func (m *model) checkFinal(inf InformerSpec, sel labels.Selector, name string) {
 	if len(diff) > 0 {
 		m.add("informer-final", fmt.Sprintf("%s: its cache at the end is not the final LIST at RV %d (%d difference(s))", name, m.h.FinalListRV, len(diff)), tail(diff, 8)...)
 	}
+}
+
+// resourceOf is the resource of key's writes.
+func (m *model) resourceOf(key string) string {
+	for i := range m.h.Writes {
+		if w := &m.h.Writes[i]; w.Key == key {
+			return resourceName(w.Resource)
+		}
+	}
+	return ""
 }
 
 // lifeOf is the writes that made key what it was.

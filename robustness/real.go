@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 )
 
 // RealStack is the real kube-apiserver v1.36.4 of an HACluster as a
@@ -37,6 +35,22 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("namespace %s: %w", ns, err)
 	}
+	// A Pod runs as a ServiceAccount, "default" unless it names one, and
+	// the ServiceAccount admission plugin, on by default
+	// (`DefaultOffAdmissionPlugins` lists it among the default-on ones,
+	// k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/plugins.go:170-174),
+	// refuses a Pod
+	// whose ServiceAccount it cannot find (`Admit`,
+	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:155-163).
+	// The controller-manager's serviceaccount controller would create
+	// "default" in every namespace; this cluster runs none, so it is
+	// created here. The plugin looks it up in the apiserver when its
+	// cache does not have it yet (`getServiceAccount`,
+	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:282-312).
+	_, err = client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("serviceaccount %s/default: %w", ns, err)
+	}
 	cfg := rest.CopyConfig(c.Config)
 	proxy, err := NewProxy(cfg.Host[len("https://"):])
 	if err != nil {
@@ -46,7 +60,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	cfg.Host = "https://" + proxy.Addr()
 	cfg.QPS = -1
 	cfg.Timeout = 0
-	lw, err := listwatcher.New(rest.CopyConfig(cfg), "configmaps", ns)
+	informers, err := informersOn(cfg, ns)
 	if err != nil {
 		proxy.Close()
 		return nil, err
@@ -67,10 +81,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 			"cut-connections":   proxyCut(proxy),
 			"stall-connections": proxyStall(proxy),
 		},
-		Informers: []func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)){
-			ClientGoInformer(cfg, ns),
-			Lab05Informer(lw),
-		},
+		Informers: informers,
 	}
 	for k, f := range c.EtcdFaults() {
 		s.Faults[k] = f

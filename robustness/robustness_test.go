@@ -135,7 +135,7 @@ func TestRobustness(t *testing.T) {
 }
 
 func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns string) {
-	cfg := Config{Seed: s, Duration: *duration, Writers: 3, Keys: 9, Watchers: 4, Namespace: ns, Faults: max(3, int(*duration/(5*time.Second)))}
+	cfg := Config{Seed: s, Duration: *duration, Writers: 3, Keys: 9, Pods: 6, Watchers: 4, Namespace: ns, Faults: max(3, int(*duration/(5*time.Second)))}
 	h, err := Run(ctx, target, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 type Config struct {
 	Seed      int64
 	Duration  time.Duration
-	Writers   int // each owns Keys/Writers of the keys
-	Keys      int
+	Writers   int // each owns Keys/Writers of the ConfigMaps, Pods/Writers of the Pods
+	Keys      int // ConfigMaps key-00 … key-NN
+	Pods      int // Pods pod-00 … pod-NN, each on node-a or node-b
 	Watchers  int // watcher slots, each opening one watch after another
 	Namespace string
 	// Faults is how many faults to inject, spread over the run.
@@ -111,8 +113,8 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				c.Tombstone, obj = true, d.Obj
 			}
-			if cm, ok := obj.(*corev1.ConfigMap); ok {
-				c.Key, c.RV, c.Value = cm.Namespace+"/"+cm.Name, rvOf(cm.ResourceVersion), cm.Data["v"]
+			if o, ok := fieldsOf(obj); ok {
+				c.Key, c.RV, c.Value = o.key, o.rv, o.value
 			}
 			rec.mu.Lock()
 			rec.h.Calls = append(rec.h.Calls, c)
@@ -145,23 +147,49 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 	// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/finisher/finisher.go:127-146).
 	// So the LIST is taken again until the caches hold the newest one, or
 	// a minute has passed: then the last one stands.
+	// Each informer must hold what the LISTs hold for its selector.
+	sels := map[int]selector{}
+	for _, inf := range rec.h.Informers {
+		sel, err := parseSelector(inf.Resource, inf.Selector, inf.FieldSelector)
+		if err != nil {
+			return nil, fmt.Errorf("informer %d: %v", inf.ID, err)
+		}
+		sels[inf.ID] = sel
+	}
 	listCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	listed := false
 	_ = wait.PollUntilContextTimeout(listCtx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().ConfigMaps(cfg.Namespace).List(ctx, metav1.ListOptions{})
+		cms, err := client.CoreV1().ConfigMaps(cfg.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
 		listed = true
 		rec.h.FinalListAt = rec.since()
 		rec.h.FinalList = map[string]Object{}
-		for _, cm := range list.Items {
-			rec.h.FinalList[cm.Namespace+"/"+cm.Name] = Object{RV: rvOf(cm.ResourceVersion), Value: cm.Data["v"]}
+		objs := map[string]objectFields{}
+		for i := range cms.Items {
+			objs[cms.Items[i].Namespace+"/"+cms.Items[i].Name], _ = fieldsOf(&cms.Items[i])
 		}
-		rec.h.FinalListRV = rvOf(list.ResourceVersion)
-		for _, cacheOf := range caches {
-			if !sameCache(cacheOf(), rec.h.FinalList) {
+		for i := range pods.Items {
+			objs[pods.Items[i].Namespace+"/"+pods.Items[i].Name], _ = fieldsOf(&pods.Items[i])
+		}
+		for key, o := range objs {
+			rec.h.FinalList[key] = Object{RV: o.rv, Value: o.value}
+		}
+		rec.h.FinalListRV = min(rvOf(cms.ResourceVersion), rvOf(pods.ResourceVersion))
+		for id, cacheOf := range caches {
+			want := map[string]Object{}
+			for key, o := range objs {
+				if sels[id].matches(key, version{exists: true, resource: o.resource, labels: o.labels, node: o.node}) {
+					want[key] = rec.h.FinalList[key]
+				}
+			}
+			if !sameCache(cacheOf(), want) {
 				return false, nil
 			}
 		}
@@ -192,6 +220,28 @@ func sameCache(a, b map[string]Object) bool {
 	return true
 }
 
+// objectFields is what the history keeps of a ConfigMap or a Pod.
+type objectFields struct {
+	resource string
+	key      string // namespace/name
+	rv       uint64
+	// value is a ConfigMap's data["v"] or a Pod's annotation "v": the
+	// write that made this version.
+	value  string
+	labels map[string]string
+	node   string // a Pod's spec.nodeName
+}
+
+func fieldsOf(obj any) (objectFields, bool) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return objectFields{resource: "configmaps", key: o.Namespace + "/" + o.Name, rv: rvOf(o.ResourceVersion), value: o.Data["v"], labels: o.Labels}, true
+	case *corev1.Pod:
+		return objectFields{resource: "pods", key: o.Namespace + "/" + o.Name, rv: rvOf(o.ResourceVersion), value: o.Annotations["v"], labels: o.Labels, node: o.Spec.NodeName}, true
+	}
+	return objectFields{}, false
+}
+
 func rvOf(s string) uint64 {
 	n, _ := strconv.ParseUint(s, 10, 64)
 	return n
@@ -204,16 +254,32 @@ func colorOf(rng *rand.Rand) string {
 	return "green"
 }
 
-// writer creates, relabels, updates and deletes its own keys. It keeps
-// what it believes of each key, and learns from every answer (a refused
-// create: the key exists; a refused patch: it does not).
+// writer creates, relabels, updates and deletes its own ConfigMaps and
+// Pods. It keeps what it believes of each, and learns from every answer (a
+// refused create: it exists; a refused patch: it does not).
+//
+// A Pod is created already bound to a node (spec.nodeName), as a
+// scheduler's binding would leave it, and no kubelet runs it. It is deleted
+// with gracePeriodSeconds=0: a bound Pod is otherwise deleted gracefully,
+// first marked with a deletionTimestamp and removed only when its kubelet
+// says so (`CheckGracefulDelete`,
+// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
+// and here there is none. An update changes only its labels and its
+// annotation "v": a Pod's spec can barely change
+// (`ValidatePodUpdate`,
+// k8s.io/kubernetes@v1.36.4/pkg/apis/core/validation/validation.go:5691-5843).
 func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg Config, n int) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(100+n)))
 	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
+	pods := client.CoreV1().Pods(cfg.Namespace)
 	exists := map[string]bool{}
+	node := map[string]string{} // the node of each Pod's last create
 	var keys []string
 	for k := n; k < cfg.Keys; k += cfg.Writers {
 		keys = append(keys, fmt.Sprintf("key-%02d", k))
+	}
+	for k := n; k < cfg.Pods; k += cfg.Writers {
+		keys = append(keys, fmt.Sprintf("pod-%02d", k))
 	}
 	// About a hundred writes a second per writer: enough to keep every
 	// watcher busy, few enough for porcupine and the history's size.
@@ -247,7 +313,11 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 		name := keys[rng.IntN(len(keys))]
 		id := rec.nextID()
 		w := Write{ID: id, Client: n, Key: cfg.Namespace + "/" + name, Start: rec.since()}
-		var obj *corev1.ConfigMap
+		isPod := strings.HasPrefix(name, "pod-")
+		if isPod {
+			w.Resource = "pods"
+		}
+		var rv string
 		var err error
 		// Not ctx: a request under way when the run ends finishes, so
 		// writes end Unknown only by a fault.
@@ -255,17 +325,50 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 		switch {
 		case !exists[name]:
 			w.Op, w.Value, w.Labels = Create, "w"+strconv.Itoa(id), map[string]string{"color": colorOf(rng)}
-			obj, err = cms.Create(reqCtx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: w.Labels},
-				Data:       map[string]string{"v": w.Value},
-			}, metav1.CreateOptions{})
+			meta := metav1.ObjectMeta{Name: name, Labels: w.Labels}
+			if isPod {
+				w.Node = []string{"node-a", "node-b"}[rng.IntN(2)]
+				meta.Annotations = map[string]string{"v": w.Value}
+				var p *corev1.Pod
+				p, err = pods.Create(reqCtx, &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
+					NodeName:   w.Node,
+					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause"}},
+				}}, metav1.CreateOptions{})
+				if err == nil {
+					rv = p.ResourceVersion
+				}
+			} else {
+				var cm *corev1.ConfigMap
+				cm, err = cms.Create(reqCtx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"v": w.Value}}, metav1.CreateOptions{})
+				if err == nil {
+					rv = cm.ResourceVersion
+				}
+			}
 		case rng.IntN(4) == 0:
 			w.Op = Delete
-			err = cms.Delete(reqCtx, name, metav1.DeleteOptions{})
+			if isPod {
+				err = pods.Delete(reqCtx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+			} else {
+				err = cms.Delete(reqCtx, name, metav1.DeleteOptions{})
+			}
 		default:
 			w.Op, w.Value, w.Labels = Update, "w"+strconv.Itoa(id), map[string]string{"color": colorOf(rng)}
-			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"color":%q}},"data":{"v":%q}}`, w.Labels["color"], w.Value)
-			obj, err = cms.Patch(reqCtx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			if isPod {
+				w.Node = node[name]
+				patch := fmt.Appendf(nil, `{"metadata":{"labels":{"color":%q},"annotations":{"v":%q}}}`, w.Labels["color"], w.Value)
+				var p *corev1.Pod
+				p, err = pods.Patch(reqCtx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				if err == nil {
+					rv = p.ResourceVersion
+				}
+			} else {
+				patch := fmt.Appendf(nil, `{"metadata":{"labels":{"color":%q}},"data":{"v":%q}}`, w.Labels["color"], w.Value)
+				var cm *corev1.ConfigMap
+				cm, err = cms.Patch(reqCtx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				if err == nil {
+					rv = cm.ResourceVersion
+				}
+			}
 		}
 		cancel()
 		w.End = rec.since()
@@ -278,7 +381,7 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 			w.Outcome = Applied
 			exists[name] = false
 		case err == nil:
-			w.Outcome, w.RV = OK, rvOf(obj.ResourceVersion)
+			w.Outcome, w.RV = OK, rvOf(rv)
 			exists[name] = true
 		case apierrors.IsAlreadyExists(err):
 			w.Outcome, w.Err = Failed, "AlreadyExists"
@@ -297,6 +400,9 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it
 			}
 		}
+		if w.Op == Create && w.Outcome != Failed {
+			node[name] = w.Node
+		}
 		if w.Outcome == Unknown {
 			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
 		} else {
@@ -311,10 +417,16 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 // previous one saw, or is a new kind of watch.
 func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kubernetes.Interface, cfg Config, n int) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(200+n)))
-	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
 	resume := ""
 	for runCtx.Err() == nil {
 		spec := WatchSpec{ID: rec.nextID(), Bookmarks: rng.IntN(2) == 0, Slow: rng.IntN(8) == 0}
+		// One watch in three is of Pods. A resourceVersion is etcd's
+		// revision, one sequence for every resource, so a slot may resume
+		// a Pod watch from the last RV of a ConfigMap watch.
+		var w resourceWatcher = client.CoreV1().ConfigMaps(cfg.Namespace)
+		if cfg.Pods > 0 && rng.IntN(3) == 0 {
+			spec.Resource, w = "pods", client.CoreV1().Pods(cfg.Namespace)
+		}
 		switch k := rng.IntN(7); {
 		case resume != "" && k < 2:
 			spec.StartRV = resume
@@ -333,6 +445,18 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			// (`WatchSingle`,
 			// k8s.io/cli-runtime@v0.36.4/pkg/resource/helper.go:173-182).
 			spec.FieldSelector = fmt.Sprintf("metadata.name=key-%02d", rng.IntN(cfg.Keys))
+			if spec.Resource == "pods" {
+				spec.FieldSelector = fmt.Sprintf("metadata.name=pod-%02d", rng.IntN(cfg.Pods))
+				if rng.IntN(2) == 0 {
+					// The Pods of one node: what each kubelet watches
+					// (k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37),
+					// served from the Cacher through its `TriggerFunc` on
+					// spec.nodeName, which wakes only the watchers of that
+					// node
+					// (k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:96).
+					spec.FieldSelector = "spec.nodeName=" + []string{"node-a", "node-b"}[rng.IntN(2)]
+				}
+			}
 			if resume != "" && rng.IntN(2) == 0 {
 				spec.StartRV = resume
 			}
@@ -347,7 +471,7 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 		rec.mu.Lock()
 		rec.h.Watches = append(rec.h.Watches, spec)
 		rec.mu.Unlock()
-		last, err := watchOnce(watchCtx, rec, cms, spec, opts)
+		last, err := watchOnce(watchCtx, rec, w, spec, opts)
 		end := WatchEnd{Watcher: spec.ID, At: rec.since()}
 		if err != nil {
 			end.Err = err.Error()
@@ -368,13 +492,15 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 	}
 }
 
-type configMapWatcher interface {
+// resourceWatcher is the Watch of client-go's typed client for ConfigMaps
+// or Pods.
+type resourceWatcher interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // watchOnce records one watch's events; it returns the last RV seen.
-func watchOnce(ctx context.Context, rec *recorder, cms configMapWatcher, spec WatchSpec, opts metav1.ListOptions) (uint64, error) {
-	w, err := cms.Watch(ctx, opts)
+func watchOnce(ctx context.Context, rec *recorder, rw resourceWatcher, spec WatchSpec, opts metav1.ListOptions) (uint64, error) {
+	w, err := rw.Watch(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -389,18 +515,17 @@ func watchOnce(ctx context.Context, rec *recorder, cms configMapWatcher, spec Wa
 				return last, nil
 			}
 			e := Event{Watcher: spec.ID, At: rec.since(), Type: EventType(ev.Type)}
-			switch o := ev.Object.(type) {
-			case *corev1.ConfigMap:
-				e.RV = rvOf(o.ResourceVersion)
+			if o, ok := fieldsOf(ev.Object); ok {
+				e.RV = o.rv
 				if ev.Type == watch.Bookmark {
-					e.InitialEventsEnd = o.Annotations[metav1.InitialEventsAnnotationKey] == "true"
+					e.InitialEventsEnd = ev.Object.(metav1.Object).GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 				} else {
-					e.Key, e.Value, e.Labels = o.Namespace+"/"+o.Name, o.Data["v"], o.Labels
+					e.Key, e.Value, e.Labels = o.key, o.value, o.labels
 				}
 				last = e.RV
-			case *metav1.Status:
-				e.Code = int(o.Code)
-			default:
+			} else if st, ok := ev.Object.(*metav1.Status); ok {
+				e.Code = int(st.Code)
+			} else {
 				e.Type = Error
 			}
 			rec.event(e)
