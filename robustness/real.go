@@ -41,7 +41,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	// k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/plugins.go:170-174),
 	// refuses a Pod
 	// whose ServiceAccount it cannot find (`Admit`,
-	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:155-163).
+	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:138-163).
 	// The controller-manager's serviceaccount controller would create
 	// "default" in every namespace; this cluster runs none, so it is
 	// created here. The plugin looks it up in the apiserver when its

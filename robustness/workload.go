@@ -449,7 +449,8 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 				spec.FieldSelector = fmt.Sprintf("metadata.name=pod-%02d", rng.IntN(cfg.Pods))
 				if rng.IntN(2) == 0 {
 					// The Pods of one node: what each kubelet watches
-					// (k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37),
+					// (`NewSourceApiserver`,
+					// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:35-37),
 					// served from the Cacher through its `TriggerFunc` on
 					// spec.nodeName, which wakes only the watchers of that
 					// node

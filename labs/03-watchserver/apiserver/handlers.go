@@ -15,8 +15,10 @@
 // Left out: authentication beyond one bearer token, authorization,
 // admission, defaulting and validation of objects beyond their names,
 // server-side apply, dry run, protobuf and CBOR responses, status
-// subresources, deletecollection, namespaces as objects (any namespace in a
-// path exists). A LIST's limit and continue go to the storage, as upstream's
+// subresources, deletecollection, graceful deletion (upstream a Pod's
+// delete first writes its deletionTimestamp, then deletes it; here every
+// delete is one write), namespaces as objects (any namespace in a path
+// exists). A LIST's limit and continue go to the storage, as upstream's
 // `ListPredicate` passes them on
 // (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:390-396);
 // whether a list pages is the storage's business.
