@@ -297,10 +297,12 @@ func buildModel(h *History, r *Report) *model {
 // that has options,
 // k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
 // so kube-apiserver's registry first writes the Pod with its
-// deletionTimestamp and deletionGracePeriodSeconds set, and only when that
-// period is 0 deletes it in a second write
+// deletionTimestamp and deletionGracePeriodSeconds set
 // (`updateForGracefulDeletionAndFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1052-1128):
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1052-1128)
+// and, when that period is 0, deletes it in a second write in the same
+// request (`Delete`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1182-1215):
 // a MODIFIED event, at an RV of its own, with the object's content
 // unchanged, then the DELETED. So an object shown at an RV no write has,
 // with the value of its key's write just below, is such a mark when a

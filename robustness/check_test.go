@@ -314,8 +314,8 @@ func TestLabelledDeletedIsNotTakenForADelete(t *testing.T) {
 // spec.nodeName cannot change, so it keeps its create's), deleted and
 // created again on node-b; a watcher of node-a's Pods sees it leave and
 // never sees it come back; a watcher of every Pod sees all; a ConfigMap
-// watcher sees no Pod. Two informers: node-a's Pods (a kubelet's) and
-// every Pod.
+// watcher sees no Pod. Two informers: node-a's Pods (as a kubelet lists
+// them) and every Pod.
 func validPods() *History {
 	pod := func(w Write) Write { w.Resource = "pods"; return w }
 	h := &History{
@@ -471,7 +471,18 @@ func TestPodDeleteIsTwoWrites(t *testing.T) {
 	for _, v := range r.Violations {
 		t.Errorf("with the mark: %s", v)
 	}
+	// As client-go's typed Delete answers: applied, with no RV; the
+	// DELETED events place it, after its mark.
 	h := podsWithMark()
+	for i := range h.Writes {
+		if h.Writes[i].Op == Delete {
+			h.Writes[i].Outcome, h.Writes[i].RV = Applied, 0
+		}
+	}
+	for _, v := range Check(h).Violations {
+		t.Errorf("with the mark, the delete answered without an RV: %s", v)
+	}
+	h = podsWithMark()
 	i := slices.IndexFunc(h.Events, func(e Event) bool { return e.Watcher == 2 && e.RV == 5 })
 	h.Events = slices.Delete(h.Events, i, i+1)
 	if r := Check(h); !slices.Contains(kinds(r), "reliable") {

@@ -150,9 +150,10 @@ func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
 
 // ClientGoInformer is client-go's own SharedIndexInformer on ns's
 // ConfigMaps or Pods, for any target; fieldSelector "" selects all. On Pods
-// with spec.nodeName=NODE it is a kubelet's informer (the kubelet lists
-// and watches its Pods through `NewListWatchFromClient` with that field
-// selector, k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37).
+// with spec.nodeName=NODE it lists and watches what a kubelet does (the
+// kubelet's `NewListWatchFromClient` with that field selector,
+// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37, which feeds
+// a bare Reflector, not an informer).
 func ClientGoInformer(cfg *rest.Config, ns, resource, fieldSelector string) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 		client := kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg))
@@ -174,7 +175,7 @@ func ClientGoInformer(cfg *rest.Config, ns, resource, fieldSelector string) func
 
 // informersOn are the informers each stack runs: lab 05's and client-go's
 // on every ConfigMap, lab 05's on every Pod, and client-go's on node-a's
-// Pods, as node-a's kubelet would watch them.
+// Pods, the Pods node-a's kubelet would list and watch.
 func informersOn(cfg *rest.Config, ns string) ([]func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)), error) {
 	cms, err := listwatcher.New(rest.CopyConfig(cfg), "configmaps", ns)
 	if err != nil {

@@ -28,8 +28,10 @@ import (
 // so a write (or the LIST) that was answered before another was sent has
 // the lower RV. The two together are linearizability of the whole
 // history, since every RV is unique and the per-key orders are the RV
-// order; splitting it keeps porcupine's search small (it is NP-hard, and
-// one model over every key ran out of its minute on a 15-second run).
+// order; splitting it keeps porcupine's search small (it is NP-hard, as
+// the doc of porcupine's `CheckResult` says,
+// github.com/anishathalye/porcupine@v1.3.1/model.go:359-361, and one model over
+// every key ran out of its minute on a 15-second run).
 
 type kvState struct {
 	exists bool

@@ -258,13 +258,17 @@ func colorOf(rng *rand.Rand) string {
 // Pods. It keeps what it believes of each, and learns from every answer (a
 // refused create: it exists; a refused patch: it does not).
 //
-// A Pod is created already bound to a node (spec.nodeName), as a
-// scheduler's binding would leave it, and no kubelet runs it. It is deleted
-// with gracePeriodSeconds=0: a bound Pod is otherwise deleted gracefully,
-// first marked with a deletionTimestamp and removed only when its kubelet
-// says so (`CheckGracefulDelete`,
+// A Pod is created already bound to a node: spec.nodeName is set in the
+// create, which the API accepts (a scheduler sets it through the
+// pods/binding subresource instead, `setPodNodeAndMetadata`,
+// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:213-245,
+// which also adds a PodScheduled condition these Pods lack). No kubelet
+// runs it. It is deleted with gracePeriodSeconds=0: a bound Pod's period
+// is otherwise its terminationGracePeriodSeconds (`CheckGracefulDelete`,
 // k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
-// and here there is none. An update changes only its labels and its
+// and a delete with a period above 0 only marks the Pod, leaving it until
+// another DELETE removes it; with 0 the same request marks it and then
+// deletes it, two writes (see `placeMarks` in check.go). An update changes only its labels and its
 // annotation "v": a Pod's spec can barely change
 // (`ValidatePodUpdate`,
 // k8s.io/kubernetes@v1.36.4/pkg/apis/core/validation/validation.go:5691-5843).
@@ -421,8 +425,11 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 	for runCtx.Err() == nil {
 		spec := WatchSpec{ID: rec.nextID(), Bookmarks: rng.IntN(2) == 0, Slow: rng.IntN(8) == 0}
 		// One watch in three is of Pods. A resourceVersion is etcd's
-		// revision, one sequence for every resource, so a slot may resume
-		// a Pod watch from the last RV of a ConfigMap watch.
+		// revision, one sequence for every resource (the etcd3 store
+		// gives an object its key's `ModRevision`,
+		// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:265), so a
+		// slot may resume a Pod watch from the last RV of a ConfigMap
+		// watch.
 		var w resourceWatcher = client.CoreV1().ConfigMaps(cfg.Namespace)
 		if cfg.Pods > 0 && rng.IntN(3) == 0 {
 			spec.Resource, w = "pods", client.CoreV1().Pods(cfg.Namespace)
@@ -448,13 +455,19 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			if spec.Resource == "pods" {
 				spec.FieldSelector = fmt.Sprintf("metadata.name=pod-%02d", rng.IntN(cfg.Pods))
 				if rng.IntN(2) == 0 {
-					// The Pods of one node: what each kubelet watches
-					// (`NewSourceApiserver`,
-					// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:35-37),
-					// served from the Cacher through its `TriggerFunc` on
-					// spec.nodeName, which wakes only the watchers of that
-					// node
-					// (k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:96).
+					// The Pods of one node: what each kubelet lists and
+					// watches (`NewSourceApiserver`,
+					// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:35-37).
+					// The pod registry gives the Cacher a `TriggerFunc` on
+					// spec.nodeName
+					// (k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:96),
+					// so a watch that asks for one node is filed under it
+					// (`triggerValue`,
+					// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568)
+					// and an event wakes only the watchers of its node,
+					// the old and the new, and those without a node
+					// (`valueWatchers`,
+					// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1110-1120).
 					spec.FieldSelector = "spec.nodeName=" + []string{"node-a", "node-b"}[rng.IntN(2)]
 				}
 			}

@@ -16,9 +16,11 @@
 // admission, defaulting and validation of objects beyond their names,
 // server-side apply, dry run, protobuf and CBOR responses, status
 // subresources, deletecollection, graceful deletion (upstream a Pod's
-// delete first writes its deletionTimestamp, then deletes it; here every
-// delete is one write), namespaces as objects (any namespace in a path
-// exists). A LIST's limit and continue go to the storage, as upstream's
+// delete first writes its deletionTimestamp, and deletes it in the same
+// request only when the grace period is 0: `CheckGracefulDelete`,
+// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195; here
+// every delete is one write), namespaces as objects (any namespace in a
+// path exists). A LIST's limit and continue go to the storage, as upstream's
 // `ListPredicate` passes them on
 // (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:390-396);
 // whether a list pages is the storage's business.
