@@ -512,3 +512,44 @@ func TestInitialEventsCutShort(t *testing.T) {
 		t.Errorf("an initial event with the wrong content: violations %v, want one of kind initial-state", kinds(r))
 	}
 }
+
+// TestUpdateThatDeletedAMarkedPod: a Pod's delete gets no answer, and only
+// its first write, the mark (RV 3), is applied; the writer's next update is
+// answered OK at the mark's RV, older than a write answered before it was
+// sent, because kube-apiserver deleted the Pod instead (RV 5). The checker
+// reads the update as that delete. Without the unanswered delete before
+// it, an update answered at an RV older than a write answered before it
+// was sent is reported.
+func TestUpdateThatDeletedAMarkedPod(t *testing.T) {
+	pod := func(w Write) Write { w.Resource = "pods"; return w }
+	h := &History{
+		Writes: []Write{
+			pod(Write{ID: 1, Op: Create, Key: "ns/pod-1", Node: "node-a", Value: "p1", Labels: blue, Start: ms(0), End: ms(1), Outcome: OK, RV: 2}),
+			pod(Write{ID: 2, Op: Delete, Key: "ns/pod-1", Start: ms(2), End: ms(3), Outcome: Unknown, Err: "unexpected EOF"}),
+			{ID: 3, Client: 1, Op: Create, Key: "ns/key-1", Value: "c1", Labels: blue, Start: ms(4), End: ms(5), Outcome: OK, RV: 4},
+			pod(Write{ID: 4, Op: Update, Key: "ns/pod-1", Value: "p2", Labels: blue, Start: ms(6), End: ms(7), Outcome: OK, RV: 3}),
+			pod(Write{ID: 5, Op: Update, Key: "ns/pod-1", Value: "p3", Labels: blue, Start: ms(8), End: ms(9), Outcome: Failed, Err: "NotFound"}),
+		},
+		Watches: []WatchSpec{{ID: 1, Resource: "pods", StartRV: "1"}},
+		Events: []Event{
+			{Watcher: 1, At: ms(10), Type: Added, Key: "ns/pod-1", RV: 2, Value: "p1"},
+			{Watcher: 1, At: ms(10), Type: Modified, Key: "ns/pod-1", RV: 3, Value: "p1"}, // the mark
+			{Watcher: 1, At: ms(10), Type: Deleted, Key: "ns/pod-1", RV: 5, Value: "p1"},  // the update's delete
+		},
+		FinalList:   map[string]Object{"ns/key-1": {4, "c1"}},
+		FinalListRV: 5,
+		FinalListAt: ms(20),
+	}
+	recorded := slices.Clone(h.Writes)
+	for _, v := range Check(h).Violations {
+		t.Errorf("an update that deleted its marked Pod: %s", v)
+	}
+	if !slices.EqualFunc(recorded, h.Writes, func(a, b Write) bool { return a.String() == b.String() }) {
+		t.Errorf("Check changed the history's writes")
+	}
+	h.Writes = slices.Delete(h.Writes, 1, 2)
+	h.Events = h.Events[:1]
+	if r := Check(h); !slices.Contains(kinds(r), "linearizable") {
+		t.Errorf("an update answered at an old RV with no delete before it: violations %v, want one of kind linearizable", kinds(r))
+	}
+}

@@ -86,7 +86,10 @@ func (m *model) checkInformer(inf InformerSpec) {
 		}
 		open := -1 // the stretch the handler was last shown and not told of its end
 		var shown []string
+		var prev HandlerCall // the handler's last call about key
 		for _, c := range calls[key] {
+			last := prev
+			prev = c
 			shown = append(shown, c.String())
 			i := which(c)
 			if i < 0 {
@@ -103,7 +106,7 @@ func (m *model) checkInformer(inf InformerSpec) {
 						// OnUpdate: client-go's `processReplacedAllInfo` gives
 						// OnUpdate(old, new) for every key the cache held and
 						// the new list has (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-800).
-						m.add(RelistRecreate, fmt.Sprintf("%s: %s left at RV %d and came back under its name while the informer was relisting: the handler got OnUpdate across the two objects, never OnDelete", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+						m.add(RelistRecreate, fmt.Sprintf("%s: %s was deleted at RV %d and created again at RV %d while the informer relisted: the handler got OnUpdate(rv %d -> rv %d) across the two objects, with no OnDelete between them", name, key, ivs[open].to, ivs[i].from, last.RV, c.RV), append(tail(shown, 3), m.lifeOf(key)...)...)
 					} else {
 						m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
 					}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -93,5 +96,81 @@ func TestPodDeleteOnBothStacks(t *testing.T) {
 			}
 			t.Logf("%s: %q at resourceVersions %v", tc.name, got, rvs)
 		})
+	}
+}
+
+// TestUpdateOfAPodMarkedDeletingDeletesIt: on kube-apiserver, an update of
+// a Pod that has a deletionTimestamp with a grace period of 0, and that
+// leaves it no finalizers, deletes it, and is answered 200 with the object
+// the update asked for at the stored object's old resourceVersion
+// (`ShouldDeleteDuringUpdate`, `deleteWithoutFinalizers`). A finalizer holds
+// the Pod marked here; in the robustness runs a delete whose connection was
+// cut between its two writes left it so. What `deletesDuringUpdate` in the
+// checker reads.
+func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver on a three-member etcd")
+	}
+	c := haCluster(t)
+	ns := fmt.Sprintf("pod-marked-%d", time.Now().UnixNano()%1e6)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	realStack, err := StartRealStack(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer realStack.Close()
+	pods := kubernetes.NewForConfigOrDie(realStack.Config).CoreV1().Pods(ns)
+	created, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"listwatch-labs.example/hold"}, Annotations: map[string]string{"v": "before"}},
+		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion, FieldSelector: "metadata.name=held"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := pods.Delete(ctx, "held", metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	marked, err := pods.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Pod held by its finalizer: %v", err)
+	}
+	if marked.DeletionTimestamp == nil || marked.DeletionGracePeriodSeconds == nil || *marked.DeletionGracePeriodSeconds != 0 {
+		t.Fatalf("after a delete with gracePeriodSeconds=0 the Pod has deletionTimestamp %v, deletionGracePeriodSeconds %v; want both set, the period 0", marked.DeletionTimestamp, marked.DeletionGracePeriodSeconds)
+	}
+	patch := []byte(`{"metadata":{"finalizers":null,"annotations":{"v":"after"}}}`)
+	answer, err := pods.Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("the update: %v", err)
+	}
+	if answer.ResourceVersion != marked.ResourceVersion || answer.Annotations["v"] != "after" {
+		t.Errorf("the update's answer: resourceVersion %s, v=%q; want the marked Pod's resourceVersion %s and the update's v=\"after\"", answer.ResourceVersion, answer.Annotations["v"], marked.ResourceVersion)
+	}
+	if _, err := pods.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the update, GET: %v; want NotFound (the update deleted it)", err)
+	}
+	var got []string
+	deadline := time.After(30 * time.Second)
+	for !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "DELETED") }) {
+		select {
+		case <-deadline:
+			t.Fatalf("no DELETED within 30s; got %q", got)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch ended before the DELETED; got %q", got)
+			}
+			p := ev.Object.(*corev1.Pod)
+			got = append(got, fmt.Sprintf("%s v=%s", ev.Type, p.Annotations["v"]))
+		}
+	}
+	// The mark, then the delete of what was stored: the update's content
+	// was never stored.
+	if want := []string{"MODIFIED v=before", "DELETED v=before"}; !slices.Equal(got, want) {
+		t.Errorf("the watch: got %q, want %q", got, want)
 	}
 }

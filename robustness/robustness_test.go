@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,10 +143,6 @@ func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns s
 		t.Fatal(err)
 	}
 	r := Check(h)
-	kinds := map[string]int{}
-	for _, f := range h.Faults {
-		kinds[f.Kind]++
-	}
 	// A relist that merges a deleted and re-created object into one
 	// OnUpdate is client-go's design (RelistRecreate), reported as
 	// a finding with its history; everything else is a violation.
@@ -156,37 +154,74 @@ func runAndCheck(t *testing.T, ctx context.Context, target Target, s int64, ns s
 			violations = append(violations, v)
 		}
 	}
-	t.Logf("seed %d on %s: %d writes (%d placed from events), %d watches, %d events, %d handler calls, faults %v; %d violations, %d relist-recreate findings; the final LIST and the caches agreed %.1fs after the workload",
-		s, target.Name, r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, kinds, len(violations), len(findings), (h.FinalListAt - cfg.Duration).Seconds())
+	t.Logf("seed %d on %s: %s; %d violations, %d relist-recreate findings; the final LIST and the caches agreed %.1fs after the workload",
+		s, target.Name, summary(h, r), len(violations), len(findings), (h.FinalListAt - cfg.Duration).Seconds())
 	var b strings.Builder
 	for _, f := range h.Faults {
 		fmt.Fprintf(&b, "  fault at %v: %s: %s\n", f.At, f.Kind, f.Detail)
 	}
 	if testing.Verbose() {
-		t.Logf("seed %d: the faults:\n%s", s, b.String())
+		t.Logf("seed %d: the faults (each with how long injecting it took):\n%s", s, b.String())
 	}
 	if len(findings) > 0 {
-		t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s%s", s, len(findings), b.String(), findings[0])
+		t.Logf("seed %d: the informers' handlers missed %d delete(s) in relists, as client-go's do; the first:\n%s", s, len(findings), findings[0])
+	}
+	// A failed run's history is kept after the test ends (not
+	// t.TempDir), so that ROBUSTNESS_CHECK can read it again; with
+	// ROBUSTNESS_HISTORY_DIR set, every run's is.
+	dir := os.Getenv("ROBUSTNESS_HISTORY_DIR")
+	if dir != "" || len(violations) > 0 {
+		if path, err := saveHistory(dir, h, stackName(target), s); err != nil {
+			t.Logf("the history was not saved: %v", err)
+		} else {
+			t.Logf("the whole history (check it again with ROBUSTNESS_CHECK=%s go test -run TestCheckSavedHistory -v .): %s", path, path)
+		}
 	}
 	if len(violations) > 0 {
-		// Kept after the test ends (not t.TempDir), so that
-		// ROBUSTNESS_CHECK can read it again.
-		dir := os.Getenv("ROBUSTNESS_HISTORY_DIR")
-		var err error
-		if dir == "" {
-			dir, err = os.MkdirTemp("", "robustness-history-")
-		}
-		if b, jerr := json.Marshal(h); err == nil && jerr == nil {
-			path := filepath.Join(dir, fmt.Sprintf("history-%s-seed-%d.json", stackName(target), s))
-			if os.WriteFile(path, b, 0o644) == nil {
-				t.Logf("the whole history (check it again with ROBUSTNESS_CHECK=%s go test -run TestCheckSavedHistory .): %s", path, path)
-			}
-		}
 		for _, v := range violations[:min(len(violations), 20)] {
 			fmt.Fprintf(&b, "%s\n", v)
 		}
 		t.Errorf("seed %d: %d violation(s) of what a watch promises:\n%s", s, len(violations), b.String())
 	}
+}
+
+// summary is a run's counts: writes (and of those, answered without an RV
+// and placed by the checker), watches, events, handler calls and faults by
+// kind.
+func summary(h *History, r Report) string {
+	kinds := map[string]int{}
+	for _, f := range h.Faults {
+		kinds[f.Kind]++
+	}
+	var fs []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		fs = append(fs, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	if len(fs) == 0 {
+		fs = []string{"none"}
+	}
+	return fmt.Sprintf("%d writes (%d answered without an RV and placed by the checker), %d watches, %d events, %d handler calls, faults: %s",
+		r.Writes, r.Resolved, len(h.Watches), r.Events, r.Calls, strings.Join(fs, ", "))
+}
+
+// saveHistory writes h as JSON to dir (created if need be), or to a new
+// directory under $TMPDIR when dir is "", and returns the file's path.
+func saveHistory(dir string, h *History, stack string, seed int64) (string, error) {
+	var err error
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "robustness-history-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("history-%s-seed-%d.json", stack, seed))
+	return path, os.WriteFile(path, b, 0o644)
 }
 
 // TestCheckSavedHistory checks a history a failed run saved
@@ -205,7 +240,17 @@ func TestCheckSavedHistory(t *testing.T) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	if len(h.Writes) == 0 {
+		t.Fatalf("%s: not a robustness history: it records no writes", path)
+	}
 	r := Check(&h)
+	findings := 0
+	for _, v := range r.Violations {
+		if v.Kind == RelistRecreate {
+			findings++
+		}
+	}
+	t.Logf("%s (seed %d): %s; %d violations, %d relist-recreate findings", path, h.Seed, summary(&h, r), len(r.Violations)-findings, findings)
 	for _, v := range r.Violations {
 		if v.Kind == RelistRecreate {
 			t.Logf("finding: %s", v)
