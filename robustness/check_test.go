@@ -553,3 +553,29 @@ func TestUpdateThatDeletedAMarkedPod(t *testing.T) {
 		t.Errorf("an update answered at an old RV with no delete before it: violations %v, want one of kind linearizable", kinds(r))
 	}
 }
+
+// TestRelistRecreateFinding: an informer whose handler got OnUpdate from
+// the deleted object to the one created again under its name, with no
+// OnDelete between them, is reported as a relist-recreate finding, and its
+// excerpt shows the handler's calls and the delete and the create.
+func TestRelistRecreateFinding(t *testing.T) {
+	h := valid()
+	h.Calls = slices.DeleteFunc(h.Calls, func(c HandlerCall) bool { return c.Kind == OnDelete })
+	i := slices.IndexFunc(h.Calls, func(c HandlerCall) bool { return c.Key == "ns/a" && c.RV == 7 })
+	h.Calls[i].Kind = OnUpdate
+	r := Check(h)
+	if got := kinds(r); !slices.Equal(got, []string{RelistRecreate}) {
+		t.Fatalf("violations %v, want only %s", got, RelistRecreate)
+	}
+	v := r.Violations[0]
+	t.Logf("%s", v)
+	if !strings.Contains(v.Text, "deleted at RV 6 and created again at RV 7") || !strings.Contains(v.Text, "OnUpdate(rv 4 -> rv 7)") {
+		t.Errorf("text %q: want the delete's and the create's RVs and the OnUpdate across them", v.Text)
+	}
+	ex := strings.Join(v.Excerpt, "\n")
+	for _, want := range []string{"OnUpdate ns/a rv=7 value=a3", "delete ns/a", "create ns/a value=a3"} {
+		if !strings.Contains(ex, want) {
+			t.Errorf("excerpt lacks %q:\n%s", want, ex)
+		}
+	}
+}

@@ -72,9 +72,9 @@ func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
 		return nil, err
 	}
 	s := &CourseStack{mini: mini, proxy: proxy}
-	name := "the course's stack (lab 04 miniapiserver on its own etcd, lab 05 and client-go informers)"
+	name := "the course's stack (lab 04 miniapiserver on its own etcd; lab 05 and client-go informers on ConfigMaps and Pods)"
 	if etcd != nil {
-		name = "the course's stack (lab 04 miniapiserver on a three-member etcd, lab 05 and client-go informers)"
+		name = "the course's stack (lab 04 miniapiserver on a three-member etcd; lab 05 and client-go informers on ConfigMaps and Pods)"
 	}
 	s.Target = Target{
 		Name:   name,

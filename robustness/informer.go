@@ -3,6 +3,7 @@ package robustness
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -106,16 +107,16 @@ func (m *model) checkInformer(inf InformerSpec) {
 						// OnUpdate: client-go's `processReplacedAllInfo` gives
 						// OnUpdate(old, new) for every key the cache held and
 						// the new list has (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-800).
-						m.add(RelistRecreate, fmt.Sprintf("%s: %s was deleted at RV %d and created again at RV %d while the informer relisted: the handler got OnUpdate(rv %d -> rv %d) across the two objects, with no OnDelete between them", name, key, ivs[open].to, ivs[i].from, last.RV, c.RV), append(tail(shown, 3), m.lifeOf(key)...)...)
+						m.add(RelistRecreate, fmt.Sprintf("%s: %s was deleted at RV %d and created again at RV %d while the informer relisted: the handler got OnUpdate(rv %d -> rv %d) across the two objects, with no OnDelete between them", name, key, ivs[open].to, ivs[i].from, last.RV, c.RV), slices.Concat(tail(shown, 3), m.lifeOf(key, last.RV, c.RV))...)
 					} else {
-						m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+						m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), slices.Concat(tail(shown, 3), m.lifeOf(key, ivs[open].from, c.RV))...)
 					}
 				}
 				open = i
 			}
 		}
 		if open >= 0 && ivs[open].to != 0 && (m.h.FinalList == nil || ivs[open].to <= m.h.FinalListRV) {
-			m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and by the end the handler was never told", name, key, ivs[open].to), append(tail(shown, 3), m.lifeOf(key)...)...)
+			m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and by the end the handler was never told", name, key, ivs[open].to), slices.Concat(tail(shown, 3), m.lifeOf(key, ivs[open].from, math.MaxUint64))...)
 		}
 	}
 }
@@ -160,11 +161,17 @@ func (m *model) resourceOf(key string) string {
 	return ""
 }
 
-// lifeOf is the writes that made key what it was.
-func (m *model) lifeOf(key string) []string {
+// lifeOf is the writes that made key what it was from RV from to RV to:
+// the last five, with the one in force at from.
+func (m *model) lifeOf(key string, from, to uint64) []string {
 	var out []string
 	for _, v := range m.versions[key] {
-		out = append(out, v.write.String())
+		if v.rv <= to {
+			out = append(out, v.write.String())
+		}
+		if v.rv <= from && len(out) > 1 {
+			out = out[len(out)-1:] // only the one in force at from
+		}
 	}
 	return tail(out, 5)
 }

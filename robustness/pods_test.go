@@ -164,13 +164,18 @@ func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
 			if !ok {
 				t.Fatalf("the watch ended before the DELETED; got %q", got)
 			}
-			p := ev.Object.(*corev1.Pod)
-			got = append(got, fmt.Sprintf("%s v=%s", ev.Type, p.Annotations["v"]))
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				t.Fatalf("a %s event with a %T", ev.Type, ev.Object)
+			}
+			got = append(got, fmt.Sprintf("%s v=%s rv=%s", ev.Type, p.Annotations["v"], p.ResourceVersion))
 		}
 	}
 	// The mark, then the delete of what was stored: the update's content
 	// was never stored.
-	if want := []string{"MODIFIED v=before", "DELETED v=before"}; !slices.Equal(got, want) {
-		t.Errorf("the watch: got %q, want %q", got, want)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "MODIFIED v=before ") || !strings.HasPrefix(got[1], "DELETED v=before ") {
+		t.Errorf("the watch: got %q, want a MODIFIED and a DELETED, both v=before", got)
 	}
+	t.Logf("the Pod marked deleting at resourceVersion %s; the update answered 200 with v=%s at resourceVersion %s; then GET: NotFound; the watch: %q",
+		marked.ResourceVersion, answer.Annotations["v"], answer.ResourceVersion, got)
 }

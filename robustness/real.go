@@ -67,7 +67,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	}
 	s := &RealStack{proxy: proxy}
 	s.Target = Target{
-		Name:   "the real kube-apiserver v1.36.4 on a three-member etcd (client-go and lab 05 informers)",
+		Name:   "the real kube-apiserver v1.36.4 on a three-member etcd (client-go and lab 05 informers on ConfigMaps and Pods)",
 		Config: cfg,
 		Faults: map[string]func(ctx context.Context) (string, []Write, error){
 			"compact": func(ctx context.Context) (string, []Write, error) {
