@@ -390,15 +390,25 @@ func (m *model) placeMarks() {
 // k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:573-594,
 // called at store.go:781-785), and then answers 200 with the object the
 // update asked for, not the one it deleted (`deleteWithoutFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:598-619).
-// A Pod is left so when a delete's connection is cut between its two
-// writes (placeMarks): the mark is written, the delete is not. The
-// writer's next update of that Pod is then answered OK, with its own
-// value, at the mark's RV, which is older than writes answered before the
-// update was sent. Such an update, of a Pod whose last delete got no
-// answer, becomes a delete answered without an RV (the DELETED events
-// place it), and its RV is returned as a mark of that Pod. Lab 03 has
-// neither the marks nor this.
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:598-619),
+// which carries the stored object's resourceVersion (`UpdateObject`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:725-746).
+// A Pod is left so when its delete fails between its two writes
+// (placeMarks), as upstream's own comment in `BeforeDelete` allows
+// (k8s.io/apiserver@v0.36.4/pkg/registry/rest/delete.go:75-121): the mark
+// is written, the delete is not. In the runs that was a connection cut
+// (the request's context is cancelled and the second write's etcd call
+// fails with it) or etcd failing the second write (a leader moved or
+// killed). The writer's next update of that Pod is then answered OK, with
+// its own value, at the mark's RV. Such an update, of a Pod whose last
+// delete got no answer, answered at an RV that is older than a write
+// answered before it was sent, or at which an event, a handler call or the
+// final LIST shows the Pod with another value, becomes a delete answered
+// without an RV (the DELETED events place it), and its RV is returned as a
+// mark of that Pod. It is a heuristic: an update of a marked Pod that
+// nothing showed, after an outage that failed every other write, is not
+// recognised, and is reported as a violation, with the history saved to
+// look at. Lab 03 has neither the marks nor this.
 func deletesDuringUpdate(h *History) map[string][]uint64 {
 	// The highest RV answered by each time: OK writes by the end.
 	var done []*Write
@@ -437,10 +447,45 @@ func deletesDuringUpdate(h *History) map[string][]uint64 {
 		}
 		return last != nil && last.Op == Delete && last.Outcome == Unknown
 	}
+	// What the events, the handler calls and the final LIST showed of each
+	// key at each RV.
+	shown := map[string]map[string]bool{} // key@rv -> values
+	show := func(key string, rv uint64, value string) {
+		k := key + "@" + strconv.FormatUint(rv, 10)
+		if shown[k] == nil {
+			shown[k] = map[string]bool{}
+		}
+		shown[k][value] = true
+	}
+	// Not DELETED events nor OnDelete calls: they carry the old content
+	// at the RV of the write that removed the object (from the watcher's
+	// selector, or from the store).
+	for _, e := range h.Events {
+		if e.Type == Added || e.Type == Modified {
+			show(e.Key, e.RV, e.Value)
+		}
+	}
+	for _, c := range h.Calls {
+		if (c.Kind == OnAdd || c.Kind == OnUpdate) && !c.Tombstone {
+			show(c.Key, c.RV, c.Value)
+		}
+	}
+	for key, o := range h.FinalList {
+		show(key, o.RV, o.Value)
+	}
+	shownOtherwise := func(w *Write) bool {
+		for v := range shown[w.Key+"@"+strconv.FormatUint(w.RV, 10)] {
+			if v != w.Value {
+				return true
+			}
+		}
+		return false
+	}
 	marks := map[string][]uint64{}
 	for i := range h.Writes {
 		w := &h.Writes[i]
-		if w.Op != Update || w.Outcome != OK || resourceName(w.Resource) != "pods" || w.RV > answeredBefore(w.Start) || !markedBy(w) {
+		if w.Op != Update || w.Outcome != OK || resourceName(w.Resource) != "pods" || !markedBy(w) ||
+			(w.RV > answeredBefore(w.Start) && !shownOtherwise(w)) {
 			continue
 		}
 		marks[w.Key] = append(marks[w.Key], w.RV)

@@ -547,6 +547,14 @@ func TestUpdateThatDeletedAMarkedPod(t *testing.T) {
 	if !slices.EqualFunc(recorded, h.Writes, func(a, b Write) bool { return a.String() == b.String() }) {
 		t.Errorf("Check changed the history's writes")
 	}
+	// With no write answered between the mark and the update (an outage
+	// failed them all), the event at the answer's RV, the mark with the
+	// old value, still tells.
+	h2 := &History{Writes: slices.Clone(recorded), Watches: h.Watches, Events: slices.Clone(h.Events), FinalListRV: 5, FinalListAt: ms(20), FinalList: map[string]Object{}}
+	h2.Writes = slices.Delete(h2.Writes, 2, 3) // key-1's create
+	for _, v := range Check(h2).Violations {
+		t.Errorf("the same, told by the mark's event: %s", v)
+	}
 	h.Writes = slices.Delete(h.Writes, 1, 2)
 	h.Events = h.Events[:1]
 	if r := Check(h); !slices.Contains(kinds(r), "linearizable") {

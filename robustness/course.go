@@ -153,7 +153,8 @@ func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
 // with spec.nodeName=NODE it lists and watches what a kubelet does (the
 // kubelet's `NewListWatchFromClient` with that field selector,
 // k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37, which feeds
-// a bare Reflector, not an informer).
+// a bare Reflector, not an informer: `NewReflector`,
+// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:65).
 func ClientGoInformer(cfg *rest.Config, ns, resource, fieldSelector string) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 		client := kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg))

@@ -103,10 +103,13 @@ func TestPodDeleteOnBothStacks(t *testing.T) {
 // a Pod that has a deletionTimestamp with a grace period of 0, and that
 // leaves it no finalizers, deletes it, and is answered 200 with the object
 // the update asked for at the stored object's old resourceVersion
-// (`ShouldDeleteDuringUpdate`, `deleteWithoutFinalizers`). A finalizer holds
-// the Pod marked here; in the robustness runs a delete whose connection was
-// cut between its two writes left it so. What `deletesDuringUpdate` in the
-// checker reads.
+// (`ShouldDeleteDuringUpdate`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:573-594;
+// `deleteWithoutFinalizers`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:598-619).
+// A finalizer holds the Pod marked here; in the robustness runs a delete
+// that failed between its two writes (its connection cut, or etcd failing
+// the second) left it so. What `deletesDuringUpdate` in the checker reads.
 func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver on a three-member etcd")

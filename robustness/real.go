@@ -43,8 +43,10 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	// whose ServiceAccount it cannot find (`Admit`,
 	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:138-163).
 	// The controller-manager's serviceaccount controller would create
-	// "default" in every namespace; this cluster runs none, so it is
-	// created here. The plugin looks it up in the apiserver when its
+	// "default" in every namespace
+	// (`DefaultServiceAccountsControllerOptions`,
+	// k8s.io/kubernetes@v1.36.4/pkg/controller/serviceaccount/serviceaccounts_controller.go:56-62);
+	// this cluster runs none, so it is created here. The plugin looks it up in the apiserver when its
 	// cache does not have it yet (`getServiceAccount`,
 	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:282-312).
 	_, err = client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})

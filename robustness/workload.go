@@ -267,8 +267,10 @@ func colorOf(rng *rand.Rand) string {
 // is otherwise its terminationGracePeriodSeconds (`CheckGracefulDelete`,
 // k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
 // and a delete with a period above 0 only marks the Pod, leaving it until
-// another DELETE removes it; with 0 the same request marks it and then
-// deletes it, two writes (see `placeMarks` in check.go). An update changes only its labels and its
+// another DELETE removes it; with 0 (and no finalizers) the same request
+// marks it and then deletes it, two writes (`Delete`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1182-1215;
+// see `placeMarks` in check.go). An update changes only its labels and its
 // annotation "v": a Pod's spec can barely change
 // (`ValidatePodUpdate`,
 // k8s.io/kubernetes@v1.36.4/pkg/apis/core/validation/validation.go:5691-5843).

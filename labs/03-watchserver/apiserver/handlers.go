@@ -18,7 +18,9 @@
 // subresources, deletecollection, graceful deletion (upstream a Pod's
 // delete first writes its deletionTimestamp, and deletes it in the same
 // request only when the grace period is 0: `CheckGracefulDelete`,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195; here
+// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195;
+// `updateForGracefulDeletionAndFinalizers`,
+// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1052-1128; here
 // every delete is one write), namespaces as objects (any namespace in a
 // path exists). A LIST's limit and continue go to the storage, as upstream's
 // `ListPredicate` passes them on
