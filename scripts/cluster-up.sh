@@ -20,8 +20,16 @@ if [[ $# -gt 0 && $mode != embedded ]]; then
 fi
 kubeconfig="$root/.cluster/kubeconfig"
 mkdir -p "$root/.cluster"
+# KIND_NODE_IMAGE and KIND_CONFIG from the environment win over the pinned
+# ones: KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.36.4 is the node image
+# scripts/kind-node-image.sh builds here; KIND_CONFIG is the kind config
+# (scripts/kind-e2e.sh passes testdata/kind-config-sandbox.yaml on the
+# course's sandbox).
+image_override=${KIND_NODE_IMAGE:-}
 # shellcheck source=../versions.env
 source "$root/versions.env"
+KIND_NODE_IMAGE=${image_override:-$KIND_NODE_IMAGE}
+kind_config=${KIND_CONFIG:-$root/testdata/kind-config.yaml}
 
 case "$mode" in
 embedded)
@@ -48,7 +56,7 @@ kind)
     GOBIN="$root/.cluster/bin" GOWORK=off go install "sigs.k8s.io/kind@$KIND_VERSION"
   fi
   "$kind" create cluster --name listwatch-labs --image "$KIND_NODE_IMAGE" \
-    --config "$root/testdata/kind-config.yaml" --kubeconfig "$kubeconfig" --wait 120s
+    --config "$kind_config" --kubeconfig "$kubeconfig" --wait 120s
   chmod 600 "$kubeconfig"
   touch "$root/.cluster/kind"
   ;;

@@ -136,8 +136,31 @@ func TestKindConfigLoadsAndValidates(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the fake docker is a shell script")
 	}
+	for _, name := range []string{"kind-config.yaml", "kind-config-sandbox.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			c := loadAndValidate(t, filepath.Join(repoRoot(t), "testdata", name))
+			if name == "kind-config-sandbox.yaml" {
+				// The sandbox's node image brings its own CNI config, and its
+				// kernel is cgroup v1 (the file says why).
+				if !c.Networking.DisableDefaultCNI {
+					t.Errorf("networking.disableDefaultCNI is false: kindnetd's image cannot be pulled on the sandbox")
+				}
+				if len(c.KubeadmConfigPatches) != 1 || !strings.Contains(c.KubeadmConfigPatches[0], "kind: KubeletConfiguration") || !strings.Contains(c.KubeadmConfigPatches[0], "failCgroupV1: false") {
+					t.Errorf("kubeadmConfigPatches %q: want one KubeletConfiguration patch with failCgroupV1: false", c.KubeadmConfigPatches)
+				}
+			} else if c.Networking.DisableDefaultCNI || len(c.KubeadmConfigPatches) != 0 {
+				t.Errorf("the learners' config has disableDefaultCNI %v and patches %q: the sandbox's settings belong in kind-config-sandbox.yaml", c.Networking.DisableDefaultCNI, c.KubeadmConfigPatches)
+			}
+		})
+	}
+}
+
+// loadAndValidate runs config through kind's loader and validation (a
+// fake engine: kind stops at the network, after validation) and returns it
+// as kind's public v1alpha4 types decode it, as strictly as kind's loader.
+func loadAndValidate(t *testing.T, config string) v1alpha4.Cluster {
+	t.Helper()
 	image := versions(t)["KIND_NODE_IMAGE"]
-	config := filepath.Join(repoRoot(t), "testdata", "kind-config.yaml")
 
 	err, calls := createWithFakeEngine(t, config, image)
 	t.Logf("kind create: %v; docker calls: %q", err, calls)
@@ -166,6 +189,7 @@ func TestKindConfigLoadsAndValidates(t *testing.T) {
 	if len(c.Nodes) != 1 || c.Nodes[0].Role != v1alpha4.ControlPlaneRole || c.Nodes[0].Image != "" {
 		t.Errorf("nodes %+v: want one control-plane node whose image comes from --image (versions.env)", c.Nodes)
 	}
+	return c
 }
 
 // TestKindRejectsBrokenConfig: the same path fails, before any image is
@@ -231,7 +255,7 @@ func slicesContain(s []string, v string) bool {
 func scriptRoot(t *testing.T) string {
 	t.Helper()
 	src, dst := repoRoot(t), t.TempDir()
-	for _, f := range []string{"scripts/cluster-up.sh", "versions.env", "testdata/kind-config.yaml"} {
+	for _, f := range []string{"scripts/cluster-up.sh", "versions.env", "testdata/kind-config.yaml", "testdata/kind-config-sandbox.yaml"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -248,10 +272,11 @@ func scriptRoot(t *testing.T) string {
 
 // runClusterUp runs scripts/cluster-up.sh kind in root with fakes first on
 // PATH (the system's tools after them: the script needs mkdir, chmod, touch).
-func runClusterUp(t *testing.T, root, fakes string) (stdout, stderr string, code int) {
+func runClusterUp(t *testing.T, root, fakes string, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), "kind")
-	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "LAB_CLUSTER=")
+	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "LAB_CLUSTER=", "KIND_NODE_IMAGE=", "KIND_CONFIG=")
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -319,13 +344,28 @@ exit 1
 
 // TestClusterUpKindNamesPinnedImage: with an engine answering (a fake docker
 // whose `info` succeeds) the script runs kind with the node image of
-// versions.env, pinned by digest. The kind binary is a fake that records its
-// arguments and writes the kubeconfig kind would.
+// versions.env, pinned by digest, and testdata/kind-config.yaml; with
+// KIND_NODE_IMAGE and KIND_CONFIG set (as scripts/kind-e2e.sh sets them on
+// the course's sandbox) it runs kind with those. The kind binary is a fake
+// that records its arguments and writes the kubeconfig kind would.
 func TestClusterUpKindNamesPinnedImage(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("runs a bash script")
 	}
-	root := scriptRoot(t)
+	t.Run("pinned", func(t *testing.T) {
+		root := scriptRoot(t)
+		clusterUpRunsKind(t, root, versions(t)["KIND_NODE_IMAGE"], filepath.Join(root, "testdata", "kind-config.yaml"))
+	})
+	t.Run("overridden", func(t *testing.T) {
+		root := scriptRoot(t)
+		config := filepath.Join(root, "testdata", "kind-config-sandbox.yaml")
+		clusterUpRunsKind(t, root, "listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], config,
+			"KIND_NODE_IMAGE=listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], "KIND_CONFIG="+config)
+	})
+}
+
+func clusterUpRunsKind(t *testing.T, root, image, config string, env ...string) {
+	t.Helper()
 	fakes := t.TempDir()
 	writeFake(t, fakes, "docker", "[ \"$1\" = info ] && exit 0\necho 'fake docker: only info answers' >&2; exit 1\n")
 	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
@@ -337,7 +377,7 @@ func TestClusterUpKindNamesPinnedImage(t *testing.T) {
 	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", `for a in "$@"; do echo "$a"; done > '`+args+`'
 while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2"; shift; done
 `)
-	stdout, stderr, code := runClusterUp(t, root, fakes)
+	stdout, stderr, code := runClusterUp(t, root, fakes, env...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -347,8 +387,8 @@ while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2";
 	}
 	got := strings.Split(strings.TrimSpace(string(b)), "\n")
 	want := []string{"create", "cluster", "--name", "listwatch-labs",
-		"--image", versions(t)["KIND_NODE_IMAGE"],
-		"--config", filepath.Join(root, "testdata", "kind-config.yaml"),
+		"--image", image,
+		"--config", config,
 		"--kubeconfig", filepath.Join(root, ".cluster", "kubeconfig"),
 		"--wait", "120s"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# scripts/kind-node-image.sh: build the kind node image
+# listwatch-labs/kind-node:v1.36.4 here, from the course's pinned sources,
+# with no container registry: for machines that cannot pull kind's
+# published image (the course's own CI sandbox). A learner with Docker and
+# internet does not need it: scripts/cluster-up.sh kind uses kind's image,
+# KIND_NODE_IMAGE in versions.env. KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.36.4
+# selects this one.
+#
+# What goes in, each from a pinned source:
+#   - a Debian bookworm root file system with systemd and the node's tools
+#     (mmdebstrap, from Debian's packages), runc and the CNI plugins among
+#     them (Debian's);
+#   - kind's base-image files (entrypoint, systemd units, containerd's
+#     config) from the sigs.k8s.io/kind module at KIND_VERSION, as kind's
+#     own base image copies them (images/base/Dockerfile there);
+#   - containerd, ctr and the runc shim, and crictl, built from their Go
+#     modules (kindnode/containerd, kindnode/crictl);
+#   - kubelet, kubeadm and kubectl, built from k8s.io/kubernetes at
+#     KUBERNETES_VERSION (kindnode/kube);
+#   - the images `kubeadm config images list` names, built here and
+#     preloaded into the node's containerd under exactly those names:
+#     kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
+#     (kindnode/kube), etcd (kindnode/etcd), coredns (kindnode/coredns) and
+#     pause (pause.c from the k8s.io/kubernetes module, compiled static).
+# Left out, from kind's image: kindnetd and local-path-provisioner (the
+# course's kind config turns the default CNI off and brings its own; with
+# no storage manifest kind installs a plain StorageClass), fuse-overlayfs
+# (rootless only), and the multi-architecture build.
+#
+# The image is labelled with a hash of its inputs (this script, versions.env,
+# kindnode/*/go.{mod,sum}); when an image with that label exists, the
+# script says so and stops: a second run takes seconds.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=../versions.env
+source "$root/versions.env"
+image="listwatch-labs/kind-node:$KUBERNETES_VERSION"
+work="$root/.cluster/kind-node"
+bin="$work/bin"
+mkdir -p "$bin"
+start=$(date +%s)
+say() { echo "kind-node-image: [$(( $(date +%s) - start ))s] $*"; }
+
+command -v docker >/dev/null && docker info >/dev/null 2>&1 || {
+  echo "kind-node-image: no Docker engine answers (docker info failed); start one first (on the course's sandbox: scripts/sandbox-docker.sh)" >&2
+  exit 1
+}
+command -v mmdebstrap >/dev/null || {
+  echo "kind-node-image: needs mmdebstrap (Debian: apt-get install mmdebstrap)" >&2
+  exit 1
+}
+
+inputs=$(cat "$0" "$root/versions.env" "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum | sha256sum | cut -c1-16)
+if [[ "$(docker image inspect "$image" --format '{{index .Config.Labels "listwatch-labs.inputs"}}' 2>/dev/null)" == "$inputs" ]]; then
+  say "$image is up to date (inputs $inputs)"
+  exit 0
+fi
+say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd, CoreDNS and containerd: many minutes on 2 cores"
+
+modcache=$(go env GOMODCACHE)
+kube_src="$modcache/k8s.io/kubernetes@$KUBERNETES_VERSION"
+kind_files="$modcache/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
+(cd "$root/kindnode/kube" && GOWORK=off go mod download k8s.io/kubernetes sigs.k8s.io/kind 2>/dev/null || true)
+[[ -d "$kind_files" ]] || (cd "$root/cluster" && GOWORK=off go mod download sigs.k8s.io/kind)
+
+# 1. The programs. Versions are stamped as Kubernetes' own build does
+# (hack/lib/version.sh sets these variables), so kubeadm and the kubelet
+# report v1.36.4.
+v=${KUBERNETES_VERSION#v}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=${v%%.*} -X $p.gitMinor=$(cut -d. -f2 <<<"$v") -X $p.gitTreeState=clean"
+done
+build() { # module, output name, package, [tags]
+  local mod=$1 out=$2 pkg=$3 tags=${4:-}
+  if [[ -x "$bin/$out" && "$bin/$out" -nt "$root/kindnode/$mod/go.sum" && "$bin/$out" -nt "$0" ]]; then
+    return
+  fi
+  say "go build $pkg"
+  (cd "$root/kindnode/$mod" && GOWORK=off CGO_ENABLED=0 go build -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg")
+}
+for c in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
+  build kube "$c" "k8s.io/kubernetes/cmd/$c"
+done
+build etcd etcd go.etcd.io/etcd/server/v3
+build coredns coredns github.com/coredns/coredns
+build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
+for c in containerd ctr containerd-shim-runc-v2; do
+  build containerd "$c" "github.com/containerd/containerd/v2/cmd/$c" "no_btrfs no_devmapper no_zfs no_aufs"
+done
+pause_version=$("$bin/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION" | sed -n 's#.*/pause:##p')
+if [[ ! -x "$bin/pause" || "$bin/pause" -ot "$0" ]]; then
+  say "gcc pause.c (pause $pause_version)"
+  gcc -Os -static -DVERSION="v$pause_version" -o "$bin/pause" "$kube_src/build/pause/linux/pause.c"
+fi
+
+# 2. The images kubeadm asks for, each a root file system imported under
+# the name kubeadm gives it. The control plane's programs are static: the
+# image holds the one file. kube-proxy also needs iptables and conntrack:
+# its image is a small Debian.
+mapfile -t wanted < <("$bin/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION")
+say "kubeadm wants: ${wanted[*]}"
+images_tar="$work/images.tar"
+rm -f "$images_tar"
+one_file_image() { # name, file, entrypoint path
+  local name=$1 file=$2 path=$3 dir
+  dir=$(mktemp -d)
+  install -D -m 0755 "$bin/$file" "$dir$path"
+  mkdir -p "$dir/tmp" "$dir/etc"
+  tar -C "$dir" -c . | docker import --change "ENTRYPOINT [\"$path\"]" --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$name" >/dev/null
+  rm -rf "$dir"
+}
+if [[ ! -f "$work/proxy-rootfs.tar" || "$work/proxy-rootfs.tar" -ot "$0" ]]; then
+  say "mmdebstrap: kube-proxy's root file system"
+  mmdebstrap --mode=root --variant=minbase --include=iptables,ipset,conntrack,kmod bookworm "$work/proxy-rootfs.tar" http://deb.debian.org/debian >"$work/mmdebstrap-proxy.log" 2>&1
+fi
+for name in "${wanted[@]}"; do
+  case "$name" in
+    */kube-proxy:*)
+      dir=$(mktemp -d)
+      tar -C "$dir" -xf "$work/proxy-rootfs.tar"
+      install -m 0755 "$bin/kube-proxy" "$dir/usr/local/bin/kube-proxy"
+      tar -C "$dir" -c . | docker import --change 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' - "$name" >/dev/null
+      rm -rf "$dir" ;;
+    */kube-apiserver:* | */kube-controller-manager:* | */kube-scheduler:*)
+      c=${name##*/}; c=${c%%:*}
+      one_file_image "$name" "$c" "/usr/local/bin/$c" ;;
+    */etcd:*) one_file_image "$name" etcd /usr/local/bin/etcd ;;
+    */coredns:*) one_file_image "$name" coredns /coredns ;;
+    */pause:*) one_file_image "$name" pause /pause ;;
+    *) echo "kind-node-image: kubeadm wants $name, which this script does not know how to build" >&2; exit 1 ;;
+  esac
+  say "image $name"
+done
+docker save -o "$images_tar" "${wanted[@]}"
+
+# 3. The node's root file system: Debian with systemd, then kind's base
+# files and the programs above, as kind's base image Dockerfile arranges
+# them.
+if [[ ! -f "$work/node-rootfs.tar" || "$work/node-rootfs.tar" -ot "$0" ]]; then
+  say "mmdebstrap: the node's root file system (Debian bookworm, systemd)"
+  mmdebstrap --mode=root --variant=minbase \
+    --include=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,runc,containernetworking-plugins,socat \
+    bookworm "$work/node-rootfs.tar" http://deb.debian.org/debian >"$work/mmdebstrap-node.log" 2>&1
+fi
+say "assembling the node"
+node=$(mktemp -d)
+trap 'rm -rf "$node"' EXIT
+tar -C "$node" -xf "$work/node-rootfs.tar"
+install -m 0755 "$kind_files"/usr/local/bin/* "$node/usr/local/bin/"
+mkdir -p "$node/kind/bin" "$node/etc/containerd" "$node/etc/systemd/system/kubelet.service.d" "$node/etc/kubernetes/manifests" "$node/opt/cni/bin"
+install -m 0755 "$kind_files"/kind/bin/* "$node/kind/bin/"
+install -m 0644 "$kind_files"/etc/crictl.yaml "$node/etc/"
+install -m 0644 "$kind_files"/etc/containerd/config.toml "$node/etc/containerd/"
+install -m 0644 "$kind_files"/etc/default/kubelet "$node/etc/default/"
+install -m 0644 "$kind_files"/etc/sysctl.d/* "$node/etc/sysctl.d/"
+install -m 0644 "$kind_files"/etc/systemd/system/*.service "$kind_files"/etc/systemd/system/*.slice "$node/etc/systemd/system/"
+install -m 0644 "$kind_files"/etc/systemd/system/kubelet.service.d/* "$node/etc/systemd/system/kubelet.service.d/"
+# kubeadm's pause, not kind's default one: the one image preloaded.
+sed -i "s#sandbox_image = \".*\"#sandbox_image = \"registry.k8s.io/pause:$pause_version\"#" "$node/etc/containerd/config.toml"
+for c in containerd ctr containerd-shim-runc-v2 crictl; do install -m 0755 "$bin/$c" "$node/usr/local/bin/"; done
+for c in kubelet kubeadm kubectl; do install -m 0755 "$bin/$c" "$node/usr/bin/"; done
+ln -sf /usr/sbin/runc "$node/usr/local/sbin/runc"
+for p in host-local loopback ptp portmap bridge; do ln -sf "/usr/lib/cni/$p" "$node/opt/cni/bin/$p"; done
+"$bin/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer|length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' | jq 'del(.process.rlimits)' >"$node/etc/containerd/cri-base.json"
+echo "$KUBERNETES_VERSION" >"$node/kind/version"
+# The CNI config the sandbox's kind config relies on (it turns kindnetd
+# off): each Pod gets a veth pair to the node (ptp) and an address from
+# kind's default Pod subnet (host-local); portmap for hostPorts. One node only.
+mkdir -p "$node/etc/cni/net.d"
+cat >"$node/etc/cni/net.d/10-listwatch-labs.conflist" <<'EOF'
+{
+  "cniVersion": "1.0.0",
+  "name": "listwatch-labs",
+  "plugins": [
+    {"type": "ptp", "ipMasq": true, "mtu": 1500,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+# As kind's base image: services it does not want, off; kubelet, containerd
+# and undo-mount-hacks on.
+find "$node/lib/systemd/system/sysinit.target.wants/" -name "systemd-tmpfiles-setup.service" -delete
+rm -f "$node"/lib/systemd/system/multi-user.target.wants/* "$node"/etc/systemd/system/*.wants/* \
+  "$node"/lib/systemd/system/local-fs.target.wants/* "$node"/lib/systemd/system/sockets.target.wants/*udev* \
+  "$node"/lib/systemd/system/sockets.target.wants/*initctl* "$node"/lib/systemd/system/basic.target.wants/*
+echo "ReadKMsg=no" >>"$node/etc/systemd/journald.conf"
+ln -sf /usr/lib/systemd/systemd "$node/sbin/init"
+chroot "$node" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
+chroot "$node" systemctl mask systemd-binfmt.service >/dev/null 2>&1
+cp "$images_tar" "$node/kind/images.tar"
+base="listwatch-labs/kind-node-base:$KUBERNETES_VERSION"
+tar -C "$node" -c . | docker import \
+  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$base" >/dev/null
+
+# 4. Preload the images into the node's containerd, as kind's own node
+# build does: a container of the image, containerd started in it, `ctr
+# images import`, then the container committed as the image.
+say "preloading the images into the node's containerd"
+cid=$(docker run -d --privileged --entrypoint sleep "$base" infinity)
+trap 'rm -rf "$node"; docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
+docker exec -d "$cid" sh -c 'containerd >/var/log/containerd-build.log 2>&1'
+for _ in $(seq 1 60); do docker exec "$cid" ctr version >/dev/null 2>&1 && break; sleep 1; done
+docker exec "$cid" ctr --namespace=k8s.io images import --all-platforms --no-unpack --digests /kind/images.tar >/dev/null
+docker exec "$cid" ctr --namespace=k8s.io images ls -q | grep -v '^sha256:' | sort
+docker exec "$cid" sh -c 'pkill containerd; rm -f /kind/images.tar /var/log/containerd-build.log'
+docker commit \
+  --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' --change 'CMD []' \
+  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change "LABEL listwatch-labs.inputs=$inputs" "$cid" "$image" >/dev/null
+docker rm -f "$cid" >/dev/null
+docker rmi "$base" >/dev/null
+say "built $image ($(docker image inspect "$image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}'))"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# scripts/sandbox-docker.sh: start a Docker engine on a machine like the
+# course's own CI sandbox, where none runs. NOT for learners: on your own
+# machine, install Docker as its documentation says; nothing here is needed
+# and scripts/cluster-up.sh never calls this. scripts/kind-e2e.sh does, and
+# only when `docker info` does not answer.
+#
+# What such a machine needs, and why, line by line below:
+#   1. Debian's docker.io package (dockerd, containerd, runc), installed
+#      without letting its maintainer scripts start the service: the
+#      sandbox has no init system to start it under.
+#   2. A wrapper around runc. The VM's capability bounding set lacks
+#      CAP_SYS_RESOURCE, so a --privileged container (a kind node is one)
+#      asks runc for a capability the kernel will not grant, and runc fails
+#      with "unable to apply caps: operation not permitted". The wrapper
+#      drops, from the container's OCI config, every capability that is not
+#      in this machine's bounding set, and then runs the real runc.
+#   3. dockerd, started in the background with that wrapper as its default
+#      runtime, its log in .cluster/dockerd.log; the script waits until
+#      `docker info` answers, or says why not.
+# The host is cgroup v1; what the kubelet then needs is in
+# testdata/kind-config-sandbox.yaml, not here.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mkdir -p "$root/.cluster"
+
+if docker info >/dev/null 2>&1; then
+  echo "sandbox-docker: a Docker engine answers already"
+  exit 0
+fi
+if [[ $(id -u) != 0 ]]; then
+  echo "sandbox-docker: needs root (it installs packages and starts dockerd); on your own machine install Docker instead" >&2
+  exit 1
+fi
+
+# 1. The packages. policy-rc.d answering 101 tells Debian's maintainer
+# scripts not to start services; it is removed again at once.
+need=()
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v jq >/dev/null || need+=(jq)
+if ((${#need[@]})); then
+  echo "sandbox-docker: installing ${need[*]} from Debian"
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  DEBIAN_FRONTEND=noninteractive apt-get -qq update
+  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends "${need[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+  trap - EXIT
+fi
+
+# 2. The runc wrapper. runc is called as `runc [global flags] create
+# --bundle DIR ... ID`; the bundle's config.json holds the capability sets.
+real_runc=$(command -v runc)
+cat >/usr/local/bin/runc-sandbox <<EOF
+#!/usr/bin/env bash
+# Written by listwatch-labs' scripts/sandbox-docker.sh: runc, minus the
+# capabilities this machine's bounding set does not have.
+bundle=""
+args=("\$@")
+for ((i = 0; i < \${#args[@]}; i++)); do
+  case "\${args[i]}" in
+    --bundle|-b) bundle="\${args[i+1]}" ;;
+    --bundle=*) bundle="\${args[i]#--bundle=}" ;;
+  esac
+done
+if [[ -n "\$bundle" && -f "\$bundle/config.json" ]]; then
+  bnd=\$((16#\$(awk '/^CapBnd:/ {print \$2}' /proc/self/status)))
+  drop=()
+  for n in \$(seq 0 63); do
+    if (( (bnd >> n & 1) == 0 )); then
+      name=\$(capsh --decode=\$(printf '%x' \$((1 << n))) 2>/dev/null | sed 's/.*=//' | tr a-z A-Z)
+      [[ "\$name" == CAP_* ]] && drop+=("\$name")
+    fi
+  done
+  if ((\${#drop[@]})); then
+    filter=\$(printf '"%s",' "\${drop[@]}")
+    tmp=\$(mktemp "\$bundle/config.json.XXXXXX")
+    jq --argjson drop "[\${filter%,}]" '
+      if .process.capabilities then
+        .process.capabilities |= with_entries(.value |= map(select(. as \$c | \$drop | index(\$c) | not)))
+      else . end' "\$bundle/config.json" >"\$tmp" && mv "\$tmp" "\$bundle/config.json"
+  fi
+fi
+exec $real_runc "\$@"
+EOF
+chmod 755 /usr/local/bin/runc-sandbox
+command -v capsh >/dev/null || {
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+  DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends libcap2-bin >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+}
+
+# 3. dockerd with the wrapper as its default runtime.
+mkdir -p /etc/docker
+cat >/etc/docker/daemon.json <<'EOF'
+{
+  "runtimes": {"runc-sandbox": {"path": "/usr/local/bin/runc-sandbox"}},
+  "default-runtime": "runc-sandbox"
+}
+EOF
+echo "sandbox-docker: starting dockerd (log: .cluster/dockerd.log)"
+nohup dockerd >"$root/.cluster/dockerd.log" 2>&1 &
+for _ in $(seq 1 60); do
+  if docker info >/dev/null 2>&1; then
+    echo "sandbox-docker: Docker $(docker version --format '{{.Server.Version}}') answers (storage driver: $(docker info --format '{{.Driver}}'), cgroup $(docker info --format '{{.CgroupVersion}}'))"
+    exit 0
+  fi
+  sleep 1
+done
+echo "sandbox-docker: dockerd did not answer within 60 s; the end of its log:" >&2
+tail -20 "$root/.cluster/dockerd.log" >&2
+exit 1
