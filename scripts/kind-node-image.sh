@@ -73,12 +73,14 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=${v%%.*} -X $p.gitMinor=$(cut -d. -f2 <<<"$v") -X $p.gitTreeState=clean"
 done
 build() { # module, output name, package, [tags]
-  local mod=$1 out=$2 pkg=$3 tags=${4:-}
-  if [[ -x "$bin/$out" && "$bin/$out" -nt "$root/kindnode/$mod/go.sum" && "$bin/$out" -nt "$0" ]]; then
+  local mod=$1 out=$2 pkg=$3 tags=${4:-} stamp
+  stamp=$(cat "$root/kindnode/$mod/go.mod" "$root/kindnode/$mod/go.sum" <(echo "$pkg $tags $ldflags") | sha256sum | cut -c1-16)
+  if [[ -x "$bin/$out" && "$(cat "$bin/$out.stamp" 2>/dev/null)" == "$stamp" ]]; then
     return
   fi
   say "go build $pkg"
   (cd "$root/kindnode/$mod" && GOWORK=off CGO_ENABLED=0 go build -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg")
+  echo "$stamp" >"$bin/$out.stamp"
 }
 for c in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
   build kube "$c" "k8s.io/kubernetes/cmd/$c"
@@ -90,7 +92,7 @@ for c in containerd ctr containerd-shim-runc-v2; do
   build containerd "$c" "github.com/containerd/containerd/v2/cmd/$c" "no_btrfs no_devmapper no_zfs no_aufs"
 done
 pause_version=$("$bin/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION" | sed -n 's#.*/pause:##p')
-if [[ ! -x "$bin/pause" || "$bin/pause" -ot "$0" ]]; then
+if [[ ! -x "$bin/pause" ]]; then
   say "gcc pause.c (pause $pause_version)"
   gcc -Os -static -DVERSION="v$pause_version" -o "$bin/pause" "$kube_src/build/pause/linux/pause.c"
 fi
@@ -111,15 +113,18 @@ one_file_image() { # name, file, entrypoint path
   tar -C "$dir" -c . | docker import --change "ENTRYPOINT [\"$path\"]" --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$name" >/dev/null
   rm -rf "$dir"
 }
-if [[ ! -f "$work/proxy-rootfs.tar" || "$work/proxy-rootfs.tar" -ot "$0" ]]; then
+proxy_packages=iptables,ipset,conntrack,kmod
+proxy_rootfs="$work/proxy-rootfs-$(sha256sum <<<"$proxy_packages" | cut -c1-12).tar"
+if [[ ! -f "$proxy_rootfs" ]]; then
   say "mmdebstrap: kube-proxy's root file system"
-  mmdebstrap --mode=root --variant=minbase --include=iptables,ipset,conntrack,kmod bookworm "$work/proxy-rootfs.tar" http://deb.debian.org/debian >"$work/mmdebstrap-proxy.log" 2>&1
+  mmdebstrap --mode=root --format=tar --variant=minbase --include="$proxy_packages" bookworm "$proxy_rootfs.tmp" http://deb.debian.org/debian >"$work/mmdebstrap-proxy.log" 2>&1
+  mv "$proxy_rootfs.tmp" "$proxy_rootfs"
 fi
 for name in "${wanted[@]}"; do
   case "$name" in
     */kube-proxy:*)
       dir=$(mktemp -d)
-      tar -C "$dir" -xf "$work/proxy-rootfs.tar"
+      tar -C "$dir" -xf "$proxy_rootfs"
       install -m 0755 "$bin/kube-proxy" "$dir/usr/local/bin/kube-proxy"
       tar -C "$dir" -c . | docker import --change 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' - "$name" >/dev/null
       rm -rf "$dir" ;;
@@ -138,16 +143,19 @@ docker save -o "$images_tar" "${wanted[@]}"
 # 3. The node's root file system: Debian with systemd, then kind's base
 # files and the programs above, as kind's base image Dockerfile arranges
 # them.
-if [[ ! -f "$work/node-rootfs.tar" || "$work/node-rootfs.tar" -ot "$0" ]]; then
+# The tar is kept, named by its package list: a later build reuses it.
+node_packages=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,runc,containernetworking-plugins,socat
+node_rootfs="$work/node-rootfs-$(sha256sum <<<"$node_packages" | cut -c1-12).tar"
+if [[ ! -f "$node_rootfs" ]]; then
   say "mmdebstrap: the node's root file system (Debian bookworm, systemd)"
-  mmdebstrap --mode=root --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,runc,containernetworking-plugins,socat \
-    bookworm "$work/node-rootfs.tar" http://deb.debian.org/debian >"$work/mmdebstrap-node.log" 2>&1
+  mmdebstrap --mode=root --format=tar --variant=minbase --include="$node_packages" \
+    bookworm "$node_rootfs.tmp" http://deb.debian.org/debian >"$work/mmdebstrap-node.log" 2>&1
+  mv "$node_rootfs.tmp" "$node_rootfs"
 fi
 say "assembling the node"
 node=$(mktemp -d)
 trap 'rm -rf "$node"' EXIT
-tar -C "$node" -xf "$work/node-rootfs.tar"
+tar -C "$node" -xf "$node_rootfs"
 install -m 0755 "$kind_files"/usr/local/bin/* "$node/usr/local/bin/"
 mkdir -p "$node/kind/bin" "$node/etc/containerd" "$node/etc/systemd/system/kubelet.service.d" "$node/etc/kubernetes/manifests" "$node/opt/cni/bin"
 install -m 0755 "$kind_files"/kind/bin/* "$node/kind/bin/"
@@ -193,7 +201,7 @@ chroot "$node" systemctl mask systemd-binfmt.service >/dev/null 2>&1
 cp "$images_tar" "$node/kind/images.tar"
 base="listwatch-labs/kind-node-base:$KUBERNETES_VERSION"
 tar -C "$node" -c . | docker import \
-  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change 'ENV container=docker' \
   --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$base" >/dev/null
 
 # 4. Preload the images into the node's containerd, as kind's own node
@@ -209,7 +217,7 @@ docker exec "$cid" ctr --namespace=k8s.io images ls -q | grep -v '^sha256:' | so
 docker exec "$cid" sh -c 'pkill containerd; rm -f /kind/images.tar /var/log/containerd-build.log'
 docker commit \
   --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' --change 'CMD []' \
-  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change 'ENV container=docker' \
   --change "LABEL listwatch-labs.inputs=$inputs" "$cid" "$image" >/dev/null
 docker rm -f "$cid" >/dev/null
 docker rmi "$base" >/dev/null

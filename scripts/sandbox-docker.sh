@@ -50,46 +50,48 @@ if ((${#need[@]})); then
 fi
 
 # 2. The runc wrapper. runc is called as `runc [global flags] create
-# --bundle DIR ... ID`; the bundle's config.json holds the capability sets.
+# --bundle DIR ... ID`, whose config.json holds the container's capability
+# sets, and as `runc [global flags] exec --process FILE ... ID` (docker
+# exec), whose FILE holds the process's.
 real_runc=$(command -v runc)
-cat >/usr/local/bin/runc-sandbox <<EOF
-#!/usr/bin/env bash
-# Written by listwatch-labs' scripts/sandbox-docker.sh: runc, minus the
-# capabilities this machine's bounding set does not have.
-bundle=""
-args=("\$@")
-for ((i = 0; i < \${#args[@]}; i++)); do
-  case "\${args[i]}" in
-    --bundle|-b) bundle="\${args[i+1]}" ;;
-    --bundle=*) bundle="\${args[i]#--bundle=}" ;;
-  esac
-done
-if [[ -n "\$bundle" && -f "\$bundle/config.json" ]]; then
-  bnd=\$((16#\$(awk '/^CapBnd:/ {print \$2}' /proc/self/status)))
-  drop=()
-  for n in \$(seq 0 63); do
-    if (( (bnd >> n & 1) == 0 )); then
-      name=\$(capsh --decode=\$(printf '%x' \$((1 << n))) 2>/dev/null | sed 's/.*=//' | tr a-z A-Z)
-      [[ "\$name" == CAP_* ]] && drop+=("\$name")
-    fi
-  done
-  if ((\${#drop[@]})); then
-    filter=\$(printf '"%s",' "\${drop[@]}")
-    tmp=\$(mktemp "\$bundle/config.json.XXXXXX")
-    jq --argjson drop "[\${filter%,}]" '
-      if .process.capabilities then
-        .process.capabilities |= with_entries(.value |= map(select(. as \$c | \$drop | index(\$c) | not)))
-      else . end' "\$bundle/config.json" >"\$tmp" && mv "\$tmp" "\$bundle/config.json"
-  fi
-fi
-exec $real_runc "\$@"
-EOF
-chmod 755 /usr/local/bin/runc-sandbox
 command -v capsh >/dev/null || {
   printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
   DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends libcap2-bin >/dev/null
   rm -f /usr/sbin/policy-rc.d
 }
+# The capabilities this machine's bounding set lacks, by name, found once:
+# the bounding set does not change while the machine runs.
+bnd=$((16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status)))
+missing=()
+for n in $(seq 0 40); do
+  if (( (bnd >> n & 1) == 0 )); then
+    name=$(capsh --decode="$(printf '%x' $((1 << n)))" | sed 's/.*=//' | tr '[:lower:]' '[:upper:]')
+    [[ "$name" == CAP_* ]] && missing+=("\"$name\"")
+  fi
+done
+drop="[$(IFS=,; echo "${missing[*]}")]"
+echo "sandbox-docker: capabilities this machine's bounding set lacks: $drop"
+cat >/usr/local/bin/runc-sandbox <<EOF
+#!/usr/bin/env bash
+# Written by listwatch-labs' scripts/sandbox-docker.sh: runc, minus the
+# capabilities this machine's bounding set lacks ($drop).
+spec="" path=""
+args=("\$@")
+for ((i = 0; i < \${#args[@]}; i++)); do
+  case "\${args[i]}" in
+    --bundle|-b) spec="\${args[i+1]}/config.json" path=".process.capabilities" ;;
+    --bundle=*) spec="\${args[i]#--bundle=}/config.json" path=".process.capabilities" ;;
+    --process|-p) spec="\${args[i+1]}" path=".capabilities" ;;
+    --process=*) spec="\${args[i]#--process=}" path=".capabilities" ;;
+  esac
+done
+if [[ -n "\$spec" && -f "\$spec" ]]; then
+  tmp=\$(mktemp "\$spec.XXXXXX")
+  jq --argjson drop '$drop' "if \$path then \$path |= with_entries(.value |= map(select(. as \\\$c | \\\$drop | index(\\\$c) | not))) else . end" "\$spec" >"\$tmp" && mv "\$tmp" "\$spec"
+fi
+exec $real_runc "\$@"
+EOF
+chmod 755 /usr/local/bin/runc-sandbox
 
 # 3. dockerd with the wrapper as its default runtime.
 mkdir -p /etc/docker
