@@ -167,6 +167,15 @@ install -m 0644 "$kind_files"/etc/systemd/system/*.service "$kind_files"/etc/sys
 install -m 0644 "$kind_files"/etc/systemd/system/kubelet.service.d/* "$node/etc/systemd/system/kubelet.service.d/"
 # kubeadm's pause, not kind's default one: the one image preloaded.
 sed -i "s#sandbox_image = \".*\"#sandbox_image = \"registry.k8s.io/pause:$pause_version\"#" "$node/etc/containerd/config.toml"
+# The sandbox's VM grants no CAP_SYS_RESOURCE (scripts/sandbox-docker.sh),
+# which lowering a process's oom_score_adj needs: runc in the node then
+# fails to start every Pod whose spec asks for a negative score (the
+# kubelet asks -998 for sandboxes: "can't get final child's PID from pipe:
+# EOF"). With restrict_oom_score_adj, containerd raises such scores to its
+# own, as kind's entrypoint has it do under user namespaces. Elsewhere it
+# costs only that: the kubelet's scores are not lowered below containerd's.
+sed -i "s#restrict_oom_score_adj = false#restrict_oom_score_adj = true#" "$node/etc/containerd/config.toml"
+grep -q "restrict_oom_score_adj = true" "$node/etc/containerd/config.toml" || { echo "kind-node-image: kind's containerd config no longer has restrict_oom_score_adj" >&2; exit 1; }
 for c in containerd ctr containerd-shim-runc-v2 crictl; do install -m 0755 "$bin/$c" "$node/usr/local/bin/"; done
 for c in kubelet kubeadm kubectl; do install -m 0755 "$bin/$c" "$node/usr/bin/"; done
 ln -sf /usr/sbin/runc "$node/usr/local/sbin/runc"
@@ -198,7 +207,6 @@ echo "ReadKMsg=no" >>"$node/etc/systemd/journald.conf"
 ln -sf /usr/lib/systemd/systemd "$node/sbin/init"
 chroot "$node" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
 chroot "$node" systemctl mask systemd-binfmt.service >/dev/null 2>&1
-cp "$images_tar" "$node/kind/images.tar"
 base="listwatch-labs/kind-node-base:$KUBERNETES_VERSION"
 tar -C "$node" -c . | docker import \
   --change 'ENV container=docker' \
@@ -210,10 +218,14 @@ tar -C "$node" -c . | docker import \
 say "preloading the images into the node's containerd"
 cid=$(docker run -d --privileged --entrypoint sleep "$base" infinity)
 trap 'rm -rf "$node"; docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
+docker cp "$images_tar" "$cid:/kind/images.tar"
 docker exec -d "$cid" sh -c 'containerd >/var/log/containerd-build.log 2>&1'
 for _ in $(seq 1 60); do docker exec "$cid" ctr version >/dev/null 2>&1 && break; sleep 1; done
 docker exec "$cid" ctr --namespace=k8s.io images import --all-platforms --no-unpack --digests /kind/images.tar >/dev/null
-docker exec "$cid" ctr --namespace=k8s.io images ls -q | grep -v '^sha256:' | sort
+# `--digests` also names each image by its digest, as import-DATE@sha256:…;
+# only the names kubeadm asks for are kept.
+docker exec "$cid" sh -c 'ctr --namespace=k8s.io images ls -q | grep "^import-" | xargs -r ctr --namespace=k8s.io images rm >/dev/null'
+docker exec "$cid" ctr --namespace=k8s.io images ls -q | grep -v '^sha256:' | sort | sed 's/^/kind-node-image: preloaded /'
 docker exec "$cid" sh -c 'pkill containerd; rm -f /kind/images.tar /var/log/containerd-build.log'
 docker commit \
   --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' --change 'CMD []' \
