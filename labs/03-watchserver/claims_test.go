@@ -364,8 +364,16 @@ func TestLegacyWatchPathForcesAWatch(t *testing.T) {
 // k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:101-104),
 // and its response names, by UID, the FlowSchema that classified
 // it and the priority level that admitted it (`setResponseHeaders`,
-// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:365). The
-// cluster's admin matches the FlowSchema "exempt"; a service account's
+// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:365). An
+// admin in the group system:masters, labcluster's, matches the FlowSchema
+// "exempt" (`MandatoryFlowSchemaExempt`,
+// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:114-124);
+// kind's admin, whom kubeadm puts in the group kubeadm:cluster-admins instead
+// (`ClusterAdminsGroupAndClusterRoleBinding`,
+// k8s.io/kubernetes@v1.36.4/cmd/kubeadm/app/constants/constants.go:211),
+// matches "global-default" (`SuggestedFlowSchemaGlobalDefault`,
+// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:422-433);
+// a service account's
 // watch the FlowSchema "service-accounts", priority level "workload-low"
 // (the suggested configuration, `SuggestedFlowSchemaServiceAccounts`,
 // k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:404-405).
@@ -418,12 +426,22 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	sa := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(t, cluster.CAData)}}
 	defer sa.CloseIdleConnections()
 	url := cluster.Server + "/api/v1/namespaces/" + ns + "/configmaps?watch=1&timeoutSeconds=1"
+	// Who the admin is, as the apiserver sees it.
+	review, err := cluster.Client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminWant := "FlowSchema global-default, PriorityLevel global-default"
+	if slices.Contains(review.Status.UserInfo.Groups, "system:masters") {
+		adminWant = "FlowSchema exempt, PriorityLevel exempt"
+	}
+	t.Logf("the admin is %q in groups %q: want %s", review.Status.UserInfo.Username, review.Status.UserInfo.Groups, adminWant)
 	for _, c := range []struct {
 		who, token string
 		c          *http.Client
 		want       string
 	}{
-		{"admin", "", admin, "FlowSchema exempt, PriorityLevel exempt"},
+		{"admin", "", admin, adminWant},
 		{"service account", tr.Status.Token, sa, "FlowSchema service-accounts, PriorityLevel workload-low"},
 	} {
 		// The RoleBinding takes effect once the apiserver's RBAC informer

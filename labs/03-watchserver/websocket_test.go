@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,9 +40,12 @@ func TestWebsocketWatchBothServers(t *testing.T) {
 		server, token string
 		ca            []byte
 		client        kubernetes.Interface
+		// certPEM, keyPEM: a client certificate, for a cluster whose
+		// kubeconfig holds one instead of a token (kind's).
+		certPEM, keyPEM []byte
 	}{
-		{cluster.Server, cluster.Token, cluster.CAData, cluster.Client},
-		{lab.URL, lab.Token, lab.CAPEM, kubernetes.NewForConfigOrDie(labCfg)},
+		{cluster.Server, cluster.Token, cluster.CAData, cluster.Client, cluster.Config.CertData, cluster.Config.KeyData},
+		{lab.URL, lab.Token, lab.CAPEM, kubernetes.NewForConfigOrDie(labCfg), nil, nil},
 	} {
 		cms := target.client.CoreV1().ConfigMaps("default")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -55,7 +59,15 @@ func TestWebsocketWatchBothServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.TlsConfig = tlsConfigFor(t, target.ca)
-		cfg.Header = http.Header{"Authorization": {"Bearer " + target.token}}
+		if target.token != "" {
+			cfg.Header = http.Header{"Authorization": {"Bearer " + target.token}}
+		} else {
+			cert, err := tls.X509KeyPair(target.certPEM, target.keyPEM)
+			if err != nil {
+				t.Fatalf("%s: no token and no usable client certificate: %v", target.server, err)
+			}
+			cfg.TlsConfig.Certificates = []tls.Certificate{cert}
+		}
 		ws, err := websocket.DialConfig(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", target.server, err)
