@@ -5,6 +5,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -f "$root/.cluster/kind" ]]; then
   "$root/.cluster/bin/kind" delete cluster --name listwatch-labs --kubeconfig "$root/.cluster/kubeconfig"
   rm -f "$root/.cluster/kind" "$root/.cluster/kubeconfig"
+  # kind leaves the Docker network it made ("kind") for the next cluster;
+  # remove it when no container is on it (another kind cluster may be).
+  if [[ "$(docker network inspect kind --format '{{len .Containers}}' 2>/dev/null)" == 0 ]]; then
+    docker network rm kind >/dev/null && echo "cluster-down: removed the Docker network kind made"
+  fi
 elif [[ -x "$root/.cluster/bin/labcluster" ]]; then
   "$root/.cluster/bin/labcluster" down --dir "$root/.cluster"
 else

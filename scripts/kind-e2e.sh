@@ -66,14 +66,20 @@ for lab in "$root"/labs/*/; do
   say "go test ./... in labs/$name"
   (cd "$lab" && go test -count=1 -v ./... >"$logs/$name.log" 2>&1)
   status=$?
-  skips=$(grep -E '^\s*--- SKIP' "$logs/$name.log" | sed 's/^\s*//' | sort | uniq | head -20)
+  # The skipped tests, and the reasons they gave: a scenario's `skip 'REASON'`
+  # line, or a Go test's t.Skip message under its --- SKIP line.
+  skips=$(grep -cE '^\s*--- SKIP' "$logs/$name.log")
+  reasons=$( { grep -oE "\] skip '.*'" "$logs/$name.log" | sed "s/^\] skip '//; s/'\$//; s/''/'/g"
+               grep -B1 -A1 -E '^\s*--- SKIP' "$logs/$name.log" | grep -E '^\s+[a-z_]+\.go:[0-9]+: ' | sed -E 's/^\s+[a-z_]+\.go:[0-9]+: //'; } | sort -u)
   if [[ $status == 0 ]]; then
     result[$name]="passed"
   else
     result[$name]="FAILED (log: .cluster/kind-e2e/$name.log)"
     failed=1
   fi
-  [[ -n "$skips" ]] && result[$name]+=$'\n'"$(sed 's/^/      /' <<<"$skips")"
+  if [[ $skips != 0 ]]; then
+    result[$name]+=", $skips skipped, because:"$'\n'"$(sed 's/^ */      /' <<<"$reasons")"
+  fi
 done
 down || failed=1
 
