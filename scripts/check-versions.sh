@@ -31,7 +31,7 @@ while IFS= read -r hit; do
     continue
   fi
   # cri-tools numbers its releases after Kubernetes' minor ones, from its
-  # own .0 (kind's base image builds crictl v1.36.0): not a Kubernetes patch.
+  # own first release of each (kind's base image builds one): not a Kubernetes patch.
   if [[ $hit == *sigs.k8s.io/cri-tools\ v* ]]; then
     continue
   fi
