@@ -980,28 +980,16 @@ func (m *model) sameState(spec WatchSpec, sel selector, initial []Event, rv uint
 // sameObjects: the events are ADDED, one per object, with each object's
 // RV and value: every certain object, and any of the maybe ones.
 func sameObjects(es []Event, certain, maybe map[string]version) bool {
-	seen := map[string]bool{}
-	for _, e := range es {
-		v, ok := certain[e.Key]
-		if !ok {
-			v, ok = maybe[e.Key]
-		}
-		if e.Type != Added || !ok || seen[e.Key] || v.rv != e.RV || v.value != e.Value {
-			return false
-		}
-		seen[e.Key] = true
-	}
-	for k := range certain {
-		if !seen[k] {
-			return false
-		}
-	}
-	return true
+	return objectsOf(es, certain, maybe, true)
 }
 
-// partOfObjects: the events are ADDED, one per object, each with the RV
-// and value of a certain or a maybe object; some objects may be missing.
+// partOfObjects: the same, but some objects may be missing (a stream cut
+// short in its initial events).
 func partOfObjects(es []Event, certain, maybe map[string]version) bool {
+	return objectsOf(es, certain, maybe, false)
+}
+
+func objectsOf(es []Event, certain, maybe map[string]version, all bool) bool {
 	seen := map[string]bool{}
 	for _, e := range es {
 		v, ok := certain[e.Key]
@@ -1012,6 +1000,13 @@ func partOfObjects(es []Event, certain, maybe map[string]version) bool {
 			return false
 		}
 		seen[e.Key] = true
+	}
+	if all {
+		for k := range certain {
+			if !seen[k] {
+				return false
+			}
+		}
 	}
 	return true
 }

@@ -27,16 +27,8 @@ func TestPodDeleteOnBothStacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver on a three-member etcd")
 	}
-	c := haCluster(t)
-	ns := fmt.Sprintf("pod-delete-%d", time.Now().UnixNano()%1e6)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	realStack, err := StartRealStack(ctx, c, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer realStack.Close()
-	course, err := StartCourseStack(ns, c)
+	ctx, ns, realStack := realStackIn(t, "pod-delete")
+	course, err := StartCourseStack(ns, haCluster(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,28 +58,15 @@ func TestPodDeleteOnBothStacks(t *testing.T) {
 			if err := pods.Delete(ctx, "doomed", metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
 				t.Fatal(err)
 			}
-			var got []string
 			var rvs []string
-			deadline := time.After(30 * time.Second)
-			for !slices.Contains(got, "DELETED") {
-				select {
-				case <-deadline:
-					t.Fatalf("no DELETED within 30s; got %q", got)
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						t.Fatalf("the watch ended before the DELETED; got %q", got)
-					}
-					p, ok := ev.Object.(*corev1.Pod)
-					if !ok {
-						t.Fatalf("a %s event with a %T", ev.Type, ev.Object)
-					}
-					s := string(ev.Type)
-					if ev.Type == watch.Modified && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
-						s += fmt.Sprintf(" deletionTimestamp set, deletionGracePeriodSeconds=%d", *p.DeletionGracePeriodSeconds)
-					}
-					got, rvs = append(got, s), append(rvs, p.ResourceVersion)
+			got := untilDeleted(t, w, func(ev watch.Event, p *corev1.Pod) string {
+				rvs = append(rvs, p.ResourceVersion)
+				s := string(ev.Type)
+				if ev.Type == watch.Modified && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+					s += fmt.Sprintf(" deletionTimestamp set, deletionGracePeriodSeconds=%d", *p.DeletionGracePeriodSeconds)
 				}
-			}
+				return s
+			})
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("the events of a delete with gracePeriodSeconds=0: got %q, want %q", got, tc.want)
 			}
@@ -114,15 +93,7 @@ func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver on a three-member etcd")
 	}
-	c := haCluster(t)
-	ns := fmt.Sprintf("pod-marked-%d", time.Now().UnixNano()%1e6)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	realStack, err := StartRealStack(ctx, c, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer realStack.Close()
+	ctx, ns, realStack := realStackIn(t, "pod-marked")
 	pods := kubernetes.NewForConfigOrDie(realStack.Config).CoreV1().Pods(ns)
 	created, err := pods.Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"listwatch-labs.example/hold"}, Annotations: map[string]string{"v": "before"}},
@@ -157,9 +128,40 @@ func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
 	if _, err := pods.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the update, GET: %v; want NotFound (the update deleted it)", err)
 	}
+	got := untilDeleted(t, w, func(ev watch.Event, p *corev1.Pod) string {
+		return fmt.Sprintf("%s v=%s rv=%s", ev.Type, p.Annotations["v"], p.ResourceVersion)
+	})
+	// The mark, then the delete of what was stored: the update's content
+	// was never stored.
+	if len(got) != 2 || !strings.HasPrefix(got[0], "MODIFIED v=before ") || !strings.HasPrefix(got[1], "DELETED v=before ") {
+		t.Errorf("the watch: got %q, want a MODIFIED and a DELETED, both v=before", got)
+	}
+	t.Logf("the Pod marked deleting at resourceVersion %s; the update answered 200 with v=%s at resourceVersion %s; then GET: NotFound; the watch: %q",
+		marked.ResourceVersion, answer.Annotations["v"], answer.ResourceVersion, got)
+}
+
+// realStackIn starts the real stack (on the test binary's three-member
+// cluster) in a new namespace named from prefix, stopped when t ends.
+func realStackIn(t *testing.T, prefix string) (context.Context, string, *RealStack) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
+	st, err := StartRealStack(ctx, haCluster(t), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return ctx, ns, st
+}
+
+// untilDeleted reads w until a DELETED event, or fails after 30 s or when
+// the watch ends first; it returns each event as describe puts it.
+func untilDeleted(t *testing.T, w watch.Interface, describe func(watch.Event, *corev1.Pod) string) []string {
+	t.Helper()
 	var got []string
 	deadline := time.After(30 * time.Second)
-	for !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "DELETED") }) {
+	for {
 		select {
 		case <-deadline:
 			t.Fatalf("no DELETED within 30s; got %q", got)
@@ -171,14 +173,10 @@ func TestUpdateOfAPodMarkedDeletingDeletesIt(t *testing.T) {
 			if !ok {
 				t.Fatalf("a %s event with a %T", ev.Type, ev.Object)
 			}
-			got = append(got, fmt.Sprintf("%s v=%s rv=%s", ev.Type, p.Annotations["v"], p.ResourceVersion))
+			got = append(got, describe(ev, p))
+			if ev.Type == watch.Deleted {
+				return got
+			}
 		}
 	}
-	// The mark, then the delete of what was stored: the update's content
-	// was never stored.
-	if len(got) != 2 || !strings.HasPrefix(got[0], "MODIFIED v=before ") || !strings.HasPrefix(got[1], "DELETED v=before ") {
-		t.Errorf("the watch: got %q, want a MODIFIED and a DELETED, both v=before", got)
-	}
-	t.Logf("the Pod marked deleting at resourceVersion %s; the update answered 200 with v=%s at resourceVersion %s; then GET: NotFound; the watch: %q",
-		marked.ResourceVersion, answer.Annotations["v"], answer.ResourceVersion, got)
 }
