@@ -2,7 +2,14 @@
 # Stop whichever cluster scripts/cluster-up.sh started; leave no process behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -f "$root/.cluster/kind" ]]; then
+# A kind cluster: the marker cluster-up.sh leaves, or (from a start killed
+# before this script's marker existed) a kind cluster of the course's name.
+kind_up() {
+  [[ -f "$root/.cluster/kind" ]] && return 0
+  [[ -x "$root/.cluster/bin/kind" ]] && docker info >/dev/null 2>&1 &&
+    "$root/.cluster/bin/kind" get clusters 2>/dev/null | grep -qx listwatch-labs
+}
+if kind_up; then
   "$root/.cluster/bin/kind" delete cluster --name listwatch-labs --kubeconfig "$root/.cluster/kubeconfig"
   rm -f "$root/.cluster/kind" "$root/.cluster/kubeconfig"
   # kind leaves the Docker network it made ("kind") for the next cluster;

@@ -55,10 +55,30 @@ kind)
     echo "cluster-up: installing kind (sigs.k8s.io/kind@$KIND_VERSION) into .cluster/bin"
     GOBIN="$root/.cluster/bin" GOWORK=off go install "sigs.k8s.io/kind@$KIND_VERSION"
   fi
-  "$kind" create cluster --name listwatch-labs --image "$KIND_NODE_IMAGE" \
-    --config "$kind_config" --kubeconfig "$kubeconfig" --wait 120s
-  chmod 600 "$kubeconfig"
+  if "$kind" get clusters 2>/dev/null | grep -qx listwatch-labs; then
+    echo "cluster-up: a kind cluster named listwatch-labs exists already (left by an earlier start?); remove it with scripts/cluster-down.sh" >&2
+    exit 1
+  fi
+  # The marker goes down before kind starts, so that a start cut short is
+  # one scripts/cluster-down.sh removes. kind has no handler for Ctrl-C: it
+  # dies where it is and leaves its node container and network behind, and
+  # the next `kind create` would refuse the name. So on Ctrl-C this script
+  # removes them itself, ignoring a second Ctrl-C while it does.
   touch "$root/.cluster/kind"
+  trap 'trap "" INT TERM
+        echo "cluster-up: interrupted; removing the half-made kind cluster" >&2
+        "$root/scripts/cluster-down.sh" >&2
+        exit 130' INT TERM
+  "$kind" create cluster --name listwatch-labs --image "$KIND_NODE_IMAGE" \
+    --config "$kind_config" --kubeconfig "$kubeconfig" --wait 120s || {
+    status=$?
+    # kind removes its nodes when create fails; the marker and the network go too.
+    trap "" INT TERM
+    "$root/scripts/cluster-down.sh" >&2
+    exit $status
+  }
+  trap - INT TERM
+  chmod 600 "$kubeconfig"
   ;;
 *)
   echo "usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind]" >&2

@@ -8,14 +8,17 @@
 #   1. a Docker engine: the one that answers, else scripts/sandbox-docker.sh
 #      starts one (on the course's sandbox; see that script);
 #   2. the node image, built or reused;
-#   3. scripts/cluster-up.sh kind with that image and
+#   3. Ctrl-C during scripts/cluster-up.sh kind: a SIGINT to its process
+#      group (what a terminal's Ctrl-C sends) once kubeadm runs in the
+#      node, and a check that no kind container, network or marker is left;
+#   4. scripts/cluster-up.sh kind with that image and
 #      testdata/kind-config-sandbox.yaml, timed;
-#   4. scripts/kubectl version;
-#   5. `go test ./...` in each lab, which finds the cluster through
+#   5. scripts/kubectl version;
+#   6. `go test ./...` in each lab, which finds the cluster through
 #      .cluster/kubeconfig as it finds any cluster;
-#   6. scripts/cluster-down.sh, then a check that no kind container or
+#   7. scripts/cluster-down.sh, then a check that no kind container or
 #      network is left;
-#   7. a summary per lab: passed, skipped (with the reason), failed.
+#   8. a summary per lab: passed, skipped (with the reason), failed.
 # Its log is .cluster/kind-e2e/; the exit status is 0 only when every lab
 # passed and nothing was left behind.
 set -uo pipefail
@@ -38,21 +41,55 @@ if [[ -f "$root/.cluster/kind" || -f "$root/.cluster/state.json" ]]; then
   say "a cluster is up here already; stop it first with scripts/cluster-down.sh"
   exit 1
 fi
-up_start=$(date +%s)
-KIND_NODE_IMAGE="listwatch-labs/kind-node:$KUBERNETES_VERSION" KIND_CONFIG="$root/testdata/kind-config-sandbox.yaml" \
-  "$root/scripts/cluster-up.sh" kind 2>&1 | tee "$logs/cluster-up.log"
-up_status=${PIPESTATUS[0]}
-say "cluster-up.sh kind: exit $up_status in $(( $(date +%s) - up_start ))s"
-down() {
-  "$root/scripts/cluster-down.sh" >"$logs/cluster-down.log" 2>&1
+export KIND_NODE_IMAGE="listwatch-labs/kind-node:$KUBERNETES_VERSION" KIND_CONFIG="$root/testdata/kind-config-sandbox.yaml"
+# What a failed run must not leave: kind's node containers and network, and
+# the marker cluster-up.sh writes.
+leftovers() {
+  local left net
   left=$(docker ps -a --filter label=io.x-k8s.kind.cluster --format '{{.Names}}')
   net=$(docker network ls --filter name='^kind$' --format '{{.Name}}')
-  if [[ -n "$left" || -n "$net" ]]; then
-    say "left behind after cluster-down.sh: containers [$left], networks [$net]"
-    return 1
-  fi
+  [[ -z "$left$net" && ! -f "$root/.cluster/kind" ]] && return 0
+  say "left behind $1: containers [$left], networks [$net], marker .cluster/kind $( [[ -f "$root/.cluster/kind" ]] && echo present || echo absent)"
+  return 1
+}
+down() {
+  "$root/scripts/cluster-down.sh" >"$logs/cluster-down.log" 2>&1
+  leftovers "after cluster-down.sh" || return 1
   say "cluster-down.sh left no kind container and no kind network"
 }
+
+# Ctrl-C in the middle of a start. set -m gives the start its own process
+# group, as a terminal's foreground job has; kill -INT to the group is what
+# Ctrl-C sends. Waited for: kind's line for the kubeadm step, so the node
+# container and the network exist and kubeadm runs inside.
+say "Ctrl-C during cluster-up.sh kind, once kubeadm runs in the node"
+set -m
+"$root/scripts/cluster-up.sh" kind >"$logs/interrupted-up.log" 2>&1 &
+up_pid=$!
+set +m
+deadline=$((SECONDS + 180))
+until grep -q 'Starting control-plane' "$logs/interrupted-up.log" || ((SECONDS > deadline)) || ! kill -0 "$up_pid" 2>/dev/null; do
+  sleep 0.2
+done
+if ! grep -q 'Starting control-plane' "$logs/interrupted-up.log"; then
+  say "cluster-up.sh never reached kubeadm (log: .cluster/kind-e2e/interrupted-up.log)"
+  kill -INT -- -"$up_pid" 2>/dev/null; wait "$up_pid"; down
+  exit 1
+fi
+kill -INT -- -"$up_pid"
+wait "$up_pid"
+int_status=$?
+if [[ $int_status != 130 ]] || ! grep -q 'cluster-up: interrupted; removing the half-made kind cluster' "$logs/interrupted-up.log" || ! leftovers "after Ctrl-C"; then
+  say "Ctrl-C: exit $int_status, not 130 with everything removed (log: .cluster/kind-e2e/interrupted-up.log)"
+  down
+  exit 1
+fi
+say "Ctrl-C: cluster-up.sh said so, exited 130 and left no kind container, network or marker"
+
+up_start=$(date +%s)
+"$root/scripts/cluster-up.sh" kind 2>&1 | tee "$logs/cluster-up.log"
+up_status=${PIPESTATUS[0]}
+say "cluster-up.sh kind: exit $up_status in $(( $(date +%s) - up_start ))s"
 if [[ $up_status != 0 ]]; then
   down
   exit 1

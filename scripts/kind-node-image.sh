@@ -72,8 +72,8 @@ ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=${v%%.*} -X $p.gitMinor=$(cut -d. -f2 <<<"$v") -X $p.gitTreeState=clean"
 done
-build() { # module, output name, package, [tags]
-  local mod=$1 out=$2 pkg=$3 tags=${4:-} stamp
+build() { # module, output name, package, [tags], [more ldflags]
+  local mod=$1 out=$2 pkg=$3 tags=${4:-} ldflags="$ldflags ${5:-}" stamp
   stamp=$(cat "$root/kindnode/$mod/go.mod" "$root/kindnode/$mod/go.sum" <(echo "$pkg $tags $ldflags") | sha256sum | cut -c1-16)
   if [[ -x "$bin/$out" && "$(cat "$bin/$out.stamp" 2>/dev/null)" == "$stamp" ]]; then
     return
@@ -87,9 +87,15 @@ for c in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-sch
 done
 build etcd etcd go.etcd.io/etcd/server/v3
 build coredns coredns github.com/coredns/coredns
-build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl
+# crictl and containerd stamp their versions from git in their Makefiles
+# (cri-tools: pkg/version.Version without the "v"; containerd:
+# version.Version); here the version comes from the module's go.mod.
+modversion() { (cd "$root/kindnode/$1" && GOWORK=off go list -m -f '{{.Version}}' "$2"); }
+crictl_version=$(modversion crictl sigs.k8s.io/cri-tools)
+build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl "" "-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version#v}"
+containerd_version=$(modversion containerd github.com/containerd/containerd/v2)
 for c in containerd ctr containerd-shim-runc-v2; do
-  build containerd "$c" "github.com/containerd/containerd/v2/cmd/$c" "no_btrfs no_devmapper no_zfs no_aufs"
+  build containerd "$c" "github.com/containerd/containerd/v2/cmd/$c" "no_btrfs no_devmapper no_zfs no_aufs" "-X github.com/containerd/containerd/v2/version.Version=$containerd_version"
 done
 pause_version=$("$bin/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION" | sed -n 's#.*/pause:##p')
 if [[ ! -x "$bin/pause" ]]; then

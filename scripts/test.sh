@@ -14,9 +14,10 @@
 #     target for FUZZTIME (default 10s), every benchmark once (-benchtime=1x)
 #     so none rots. Their output streams as it comes.
 #   - the course's checks: every README command as written, every exercise
-#     (scripts/check-exercises.sh --full), every diagram, and the darwin
+#     (scripts/check-exercises.sh --full), every diagram, the darwin
 #     type-check of every module (scripts/cross-build.sh: go vet, and
-#     cluster/internal/portcheck for cluster/). Their output is
+#     cluster/internal/portcheck for cluster/), and go mod tidy -diff of the
+#     kind node image's modules (kindnode/*). Their output is
 #     kept in a log and printed when the modules are done.
 # At the end it fails if the run changed any file of the checkout (a go.sum a
 # go command tidied, say): a test run must leave the tree as it found it.
@@ -136,6 +137,11 @@ set -m # the lane gets its own process group, so cleanup can stop all of it
   # Learners use macOS as often as Linux: every module must type-check there
   # (and vet: all but cluster/, which cross-build.sh says why).
   step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
+  # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
+  # modules outside go.work with no code of their own; they too must be
+  # tidy on their own. (What versions they pin, cluster/kindpath tests.)
+  step "the kind node image's modules are tidy on their own (kindnode/*: GOWORK=off go mod tidy -diff)" \
+    bash -c 'for m in "$1"/kindnode/*/; do (cd "$m" && GOWORK=off go mod tidy -diff) || { echo "kindnode/$(basename "$m") is not tidy (run: cd kindnode/$(basename "$m") && GOWORK=off go mod tidy)"; exit 1; }; done' _ "$root"
   echo "$rc" >"$checks_rc"
 ) >"$checks_log" 2>&1 </dev/null &
 checks_pid=$!

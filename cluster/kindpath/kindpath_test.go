@@ -249,13 +249,13 @@ func slicesContain(s []string, v string) bool {
 	return false
 }
 
-// scriptRoot copies scripts/cluster-up.sh, versions.env and the kind config
+// scriptRoot copies scripts/cluster-up.sh and cluster-down.sh, versions.env and the kind configs
 // into a fresh directory laid out like the repository, so the script runs
 // there and never touches the real .cluster/.
 func scriptRoot(t *testing.T) string {
 	t.Helper()
 	src, dst := repoRoot(t), t.TempDir()
-	for _, f := range []string{"scripts/cluster-up.sh", "versions.env", "testdata/kind-config.yaml", "testdata/kind-config-sandbox.yaml"} {
+	for _, f := range []string{"scripts/cluster-up.sh", "scripts/cluster-down.sh", "versions.env", "testdata/kind-config.yaml", "testdata/kind-config-sandbox.yaml"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -372,9 +372,10 @@ func clusterUpRunsKind(t *testing.T, root, image, config string, env ...string) 
 		t.Fatal(err)
 	}
 	args := filepath.Join(t.TempDir(), "kind-args")
-	// The fake kind prints one argument a line and writes a kubeconfig at the
+	// The fake kind lists no cluster, prints one argument a line and writes a kubeconfig at the
 	// path after --kubeconfig.
-	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", `for a in "$@"; do echo "$a"; done > '`+args+`'
+	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", `[ "$1" = get ] && exit 0 # get clusters: none
+for a in "$@"; do echo "$a"; done > '`+args+`'
 while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2"; shift; done
 `)
 	stdout, stderr, code := runClusterUp(t, root, fakes, env...)

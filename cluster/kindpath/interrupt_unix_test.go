@@ -1,0 +1,144 @@
+//go:build unix
+
+package kindpath
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeKindCluster is a fake kind and a fake docker that share one state
+// directory, $FAKE_STATE: a file "cluster" while the cluster exists, a file
+// "network" while kind's Docker network does, and "calls", one line per call
+// of either. `kind create` makes both, says so in "creating", and then
+// blocks (as the real one does for a minute while kubeadm runs) unless
+// $FAKE_STATE/finish exists. Nothing here talks to a Docker engine.
+const fakeKind = `echo "kind $*" >> "$FAKE_STATE/calls"
+case "$1 $2" in
+"get clusters") [ -f "$FAKE_STATE/cluster" ] && echo listwatch-labs; exit 0 ;;
+"create cluster")
+  echo listwatch-labs > "$FAKE_STATE/cluster"; : > "$FAKE_STATE/network"
+  while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2"; shift; done
+  [ -f "$FAKE_STATE/finish" ] && exit 0
+  : > "$FAKE_STATE/creating"
+  exec sleep 300 ;;
+"delete cluster") rm -f "$FAKE_STATE/cluster"; exit 0 ;;
+esac
+echo "fake kind: $* not faked" >&2; exit 1
+`
+
+const fakeDockerForKind = `echo "docker $*" >> "$FAKE_STATE/calls"
+case "$1 $2" in
+"info "*) exit 0 ;;
+"network inspect") [ -f "$FAKE_STATE/network" ] && { if [ -f "$FAKE_STATE/cluster" ]; then echo 1; else echo 0; fi; exit 0; }; exit 1 ;;
+"network rm") rm -f "$FAKE_STATE/network"; exit 0 ;;
+esac
+echo "fake docker: $* not faked" >&2; exit 1
+`
+
+// TestClusterUpKindInterrupted: Ctrl-C while `kind create cluster` runs
+// (kind has no handler for it and dies where it is, leaving its node
+// container and network) leaves nothing that blocks the next start:
+// cluster-up.sh says it was interrupted, deletes the cluster, removes the
+// network and its marker, and exits 130; the next start then succeeds. A
+// cluster of the course's name left with no marker (a start killed outright)
+// is refused by name, and cluster-down.sh removes it. The terminal's Ctrl-C
+// is a SIGINT to the foreground process group: the test sends one to the
+// script's group.
+func TestClusterUpKindInterrupted(t *testing.T) {
+	root := scriptRoot(t)
+	state := t.TempDir()
+	fakes := t.TempDir()
+	writeFake(t, fakes, "docker", fakeDockerForKind)
+	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", fakeKind)
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	marker, kubeconfig := filepath.Join(root, ".cluster", "kind"), filepath.Join(root, ".cluster", "kubeconfig")
+
+	cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), "kind")
+	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"LAB_CLUSTER=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	for deadline := time.Now().Add(30 * time.Second); !exists(filepath.Join(state, "creating")); {
+		if time.Now().After(deadline) {
+			t.Fatalf("kind create never started\nstdout %s\nstderr %s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !exists(marker) {
+		t.Error("no .cluster/kind marker while kind creates: cluster-down.sh would not know there is a cluster")
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("cluster-up.sh still running 30 s after Ctrl-C\nstderr %s", stderr.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Errorf("after Ctrl-C: %v; want exit status 130", err)
+	}
+	if want := "cluster-up: interrupted; removing the half-made kind cluster\n"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q: want it to say %q", stderr.String(), want)
+	}
+	calls, _ := os.ReadFile(filepath.Join(state, "calls"))
+	for _, want := range []string{"kind delete cluster --name listwatch-labs", "docker network rm kind"} {
+		if !strings.Contains(string(calls), want+"\n") && !strings.Contains(string(calls), want+" ") {
+			t.Errorf("no %q after Ctrl-C; calls:\n%s", want, calls)
+		}
+	}
+	for name, p := range map[string]string{"the cluster": filepath.Join(state, "cluster"), "kind's network": filepath.Join(state, "network"), ".cluster/kind": marker, ".cluster/kubeconfig": kubeconfig} {
+		if exists(p) {
+			t.Errorf("%s is left after Ctrl-C", name)
+		}
+	}
+
+	// The next start is not blocked.
+	if err := os.WriteFile(filepath.Join(state, "finish"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runClusterUp(t, root, fakes, "FAKE_STATE="+state)
+	if code != 0 || !exists(marker) {
+		t.Fatalf("the start after Ctrl-C: exit %d, marker %v\nstdout %s\nstderr %s", code, exists(marker), out, errOut)
+	}
+
+	// A cluster left with no marker (a start killed outright, or from an
+	// older cluster-up.sh): refused by name, and cluster-down.sh removes it.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runClusterUp(t, root, fakes, "FAKE_STATE="+state)
+	if want := "cluster-up: a kind cluster named listwatch-labs exists already (left by an earlier start?); remove it with scripts/cluster-down.sh\n"; code != 1 || errOut != want {
+		t.Errorf("with a cluster left and no marker: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+	down := exec.Command(filepath.Join(root, "scripts", "cluster-down.sh"))
+	down.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKE_STATE="+state)
+	if b, err := down.CombinedOutput(); err != nil {
+		t.Fatalf("cluster-down.sh: %v\n%s", err, b)
+	}
+	if exists(filepath.Join(state, "cluster")) || exists(filepath.Join(state, "network")) {
+		t.Errorf("cluster-down.sh left the cluster or its network; calls:\n%s", must(os.ReadFile(filepath.Join(state, "calls"))))
+	}
+}
+
+func must(b []byte, _ error) []byte { return b }
