@@ -110,13 +110,16 @@ fi
 mapfile -t wanted < <("$bin/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION")
 say "kubeadm wants: ${wanted[*]}"
 images_tar="$work/images.tar"
+# Every image this script makes carries this label, so that the ones it no
+# longer names can be found and removed (and nothing else).
+built_by=listwatch-labs.built-by=kind-node-image
 rm -f "$images_tar"
 one_file_image() { # name, file, entrypoint path
   local name=$1 file=$2 path=$3 dir
   dir=$(mktemp -d)
   install -D -m 0755 "$bin/$file" "$dir$path"
   mkdir -p "$dir/tmp" "$dir/etc"
-  tar -C "$dir" -c . | docker import --change "ENTRYPOINT [\"$path\"]" --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$name" >/dev/null
+  tar -C "$dir" -c . | docker import --change "ENTRYPOINT [\"$path\"]" --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change "LABEL $built_by" - "$name" >/dev/null
   rm -rf "$dir"
 }
 proxy_packages=iptables,ipset,conntrack,kmod
@@ -132,7 +135,7 @@ for name in "${wanted[@]}"; do
       dir=$(mktemp -d)
       tar -C "$dir" -xf "$proxy_rootfs"
       install -m 0755 "$bin/kube-proxy" "$dir/usr/local/bin/kube-proxy"
-      tar -C "$dir" -c . | docker import --change 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' - "$name" >/dev/null
+      tar -C "$dir" -c . | docker import --change 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' --change "LABEL $built_by" - "$name" >/dev/null
       rm -rf "$dir" ;;
     */kube-apiserver:* | */kube-controller-manager:* | */kube-scheduler:*)
       c=${name##*/}; c=${c%%:*}
@@ -145,6 +148,9 @@ for name in "${wanted[@]}"; do
   say "image $name"
 done
 docker save -o "$images_tar" "${wanted[@]}"
+# They live on in the node's containerd; the engine's copies would only
+# shadow the registry's images of the same names.
+docker rmi "${wanted[@]}" >/dev/null
 
 # 3. The node's root file system: Debian with systemd, then kind's base
 # files and the programs above, as kind's base image Dockerfile arranges
@@ -216,7 +222,7 @@ chroot "$node" systemctl mask systemd-binfmt.service >/dev/null 2>&1
 base="listwatch-labs/kind-node-base:$KUBERNETES_VERSION"
 tar -C "$node" -c . | docker import \
   --change 'ENV container=docker' \
-  --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' - "$base" >/dev/null
+  --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' --change "LABEL $built_by" - "$base" >/dev/null
 
 # 4. Preload the images into the node's containerd, as kind's own node
 # build does: a container of the image, containerd started in it, `ctr
@@ -239,4 +245,7 @@ docker commit \
   --change "LABEL listwatch-labs.inputs=$inputs" "$cid" "$image" >/dev/null
 docker rm -f "$cid" >/dev/null
 docker rmi "$base" >/dev/null
+# The image an earlier build tagged is now untagged: remove it, and
+# anything else of this script's left untagged, unless a container uses it.
+docker image prune -f --filter "label=$built_by" >/dev/null
 say "built $image ($(docker image inspect "$image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}'))"
