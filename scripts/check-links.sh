@@ -3,6 +3,7 @@
 # This check finds, in every tracked README, Markdown file, Go file, exercise
 # and script, each
 #   - module path:  k8s.io/MODULE@vX.Y.Z/PATH[:N[-M]]
+#                   sigs.k8s.io/MODULE@vX.Y.Z/PATH[:N[-M]] (kind)
 #                   go.etcd.io/etcd/MODULE/v3@vX.Y.Z/PATH[:N[-M]]
 #   - pinned link:  https://github.com/kubernetes/REPO/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
 # and fails unless PATH exists in that module at that version (in the Go

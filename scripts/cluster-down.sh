@@ -2,8 +2,9 @@
 # Stop whichever cluster scripts/cluster-up.sh started; leave no process behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# A kind cluster: the marker cluster-up.sh leaves, or (from a start killed
-# before this script's marker existed) a kind cluster of the course's name.
+# A kind cluster: the marker cluster-up.sh leaves (before kind starts), or,
+# when that marker is gone (removed by hand, or a start by an older
+# cluster-up.sh), a kind cluster of the course's name.
 kind_up() {
   [[ -f "$root/.cluster/kind" ]] && return 0
   [[ -x "$root/.cluster/bin/kind" ]] && docker info >/dev/null 2>&1 &&

@@ -9,8 +9,10 @@
 #      starts one (on the course's sandbox; see that script);
 #   2. the node image, built or reused;
 #   3. Ctrl-C during scripts/cluster-up.sh kind: a SIGINT to its process
-#      group (what a terminal's Ctrl-C sends) once kubeadm runs in the
-#      node, and a check that no kind container, network or marker is left;
+#      group (what a terminal's Ctrl-C sends) once kind starts its kubeadm
+#      step (its "Starting control-plane" line; the node container and the
+#      network exist), and a check that no kind container, network or
+#      marker is left;
 #   4. scripts/cluster-up.sh kind with that image and
 #      testdata/kind-config-sandbox.yaml, timed;
 #   5. scripts/kubectl version;
@@ -60,9 +62,9 @@ down() {
 
 # Ctrl-C in the middle of a start. set -m gives the start its own process
 # group, as a terminal's foreground job has; kill -INT to the group is what
-# Ctrl-C sends. Waited for: kind's line for the kubeadm step, so the node
-# container and the network exist and kubeadm runs inside.
-say "Ctrl-C during cluster-up.sh kind, once kubeadm runs in the node"
+# Ctrl-C sends. Waited for: kind's line for its kubeadm step, so the node
+# container and the network exist.
+say "Ctrl-C during cluster-up.sh kind, once kind starts its kubeadm step"
 set -m
 "$root/scripts/cluster-up.sh" kind >"$logs/interrupted-up.log" 2>&1 &
 up_pid=$!

@@ -23,10 +23,17 @@
 #     kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
 #     (kindnode/kube), etcd (kindnode/etcd), coredns (kindnode/coredns) and
 #     pause (pause.c from the k8s.io/kubernetes module, compiled static).
-# Left out, from kind's image: kindnetd and local-path-provisioner (the
-# course's kind config turns the default CNI off and brings its own; with
-# no storage manifest kind installs a plain StorageClass), fuse-overlayfs
-# (rootless only), and the multi-architecture build.
+# Different from kind's image (sigs.k8s.io/kind@v0.33.0/images/base/Dockerfile):
+# runc and the CNI plugins are Debian bookworm's packages (runc 1.1.5,
+# plugins 1.1.1), where kind builds runc v1.4.3 and plugins v1.9.1 from
+# source on Debian trixie. Left out: kindnetd and local-path-provisioner
+# (the sandbox's kind config turns the default CNI off, and this image
+# brings its own; with no storage manifest kind installs a plain
+# StorageClass), fuse-overlayfs (kind picks it for rootless, fuse and zfs
+# hosts), nfs-common and open-iscsi, STOPSIGNAL SIGRTMIN+3 (Debian's
+# docker 20.10 refuses it in import and commit; kind stops its nodes
+# itself), the io.cri-containerd.pinned label on the preloaded images,
+# and the multi-architecture build.
 #
 # The image is labelled with a hash of its inputs (this script, versions.env,
 # kindnode/*/go.{mod,sum}); when an image with that label exists, the
@@ -180,9 +187,12 @@ install -m 0644 "$kind_files"/etc/systemd/system/kubelet.service.d/* "$node/etc/
 # kubeadm's pause, not kind's default one: the one image preloaded.
 sed -i "s#sandbox_image = \".*\"#sandbox_image = \"registry.k8s.io/pause:$pause_version\"#" "$node/etc/containerd/config.toml"
 # The sandbox's VM grants no CAP_SYS_RESOURCE (scripts/sandbox-docker.sh),
-# which lowering a process's oom_score_adj needs: runc in the node then
-# fails to start every Pod whose spec asks for a negative score (the
-# kubelet asks -998 for sandboxes: "can't get final child's PID from pipe:
+# which lowering a process's oom_score_adj needs. containerd gives every
+# Pod's sandbox -998 (`defaultSandboxOOMAdj` in containerd's
+# internal/cri/server/podsandbox/helpers_linux.go), and the kubelet asks
+# -997 for Guaranteed and critical containers
+# (`guaranteedOOMScoreAdj` k8s.io/kubernetes@v1.36.4/pkg/kubelet/qos/policy.go:33): runc in the node
+# then fails to start every Pod ("can't get final child's PID from pipe:
 # EOF"). With restrict_oom_score_adj, containerd raises such scores to its
 # own, as kind's entrypoint has it do under user namespaces. Elsewhere it
 # costs only that: the kubelet's scores are not lowered below containerd's.

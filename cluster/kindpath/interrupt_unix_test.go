@@ -18,7 +18,7 @@ import (
 // directory, $FAKE_STATE: a file "cluster" while the cluster exists, a file
 // "network" while kind's Docker network does, and "calls", one line per call
 // of either. `kind create` makes both, says so in "creating", and then
-// blocks (as the real one does for a minute while kubeadm runs) unless
+// blocks (as the real one does for tens of seconds while kubeadm runs) unless
 // $FAKE_STATE/finish exists. Nothing here talks to a Docker engine.
 const fakeKind = `echo "kind $*" >> "$FAKE_STATE/calls"
 case "$1 $2" in

@@ -3,6 +3,7 @@
 // Go file, exercise (.txtar) and script of a checkout and finds each
 //
 //	module path:  k8s.io/MODULE@vX.Y.Z/PATH[:N[-M]]
+//	              sigs.k8s.io/MODULE@vX.Y.Z/PATH[:N[-M]] (kind)
 //	              go.etcd.io/etcd/MODULE/v3@vX.Y.Z/PATH[:N[-M]]
 //	pinned link:  https://github.com/kubernetes/REPO/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
 //	              https://github.com/etcd-io/etcd/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
@@ -45,7 +46,7 @@ import (
 // citation finds the citations; the submatches are named for cite().
 var citation = regexp.MustCompile(
 	`(?:https://)?github\.com/(?P<org>kubernetes|etcd-io)/(?P<repo>[a-z0-9-]+)/(?:blob|tree)/(?P<tag>v\d+\.\d+\.\d+)/(?P<gpath>[A-Za-z0-9_./-]*)(?:#L(?P<gfrom>\d+)(?:-L(?P<gto>\d+))?)?` +
-		`|(?P<mod>k8s\.io/[a-z0-9-]+|go\.etcd\.io/etcd/(?:[a-z0-9-]+/)*v\d+)@(?P<ver>v\d+\.\d+\.\d+)/(?P<mpath>[A-Za-z0-9_./-]*)(?::(?P<mfrom>\d+)(?:-(?P<mto>\d+))?(?P<more>,\s*\d+)?)?`)
+		`|(?P<mod>(?:sigs\.)?k8s\.io/[a-z0-9-]+|go\.etcd\.io/etcd/(?:[a-z0-9-]+/)*v\d+)@(?P<ver>v\d+\.\d+\.\d+)/(?P<mpath>[A-Za-z0-9_./-]*)(?::(?P<mfrom>\d+)(?:-(?P<mto>\d+))?(?P<more>,\s*\d+)?)?`)
 
 // ref is one citation, resolved to a module version and a path in it.
 type ref struct {
