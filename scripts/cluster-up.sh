@@ -9,8 +9,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${LAB_CLUSTER:-embedded}
+asked=${LAB_CLUSTER:+yes} # was a kind of cluster asked for, or is it the default?
 if [[ $# -gt 0 && $1 != -* ]]; then
   mode=$1
+  asked=yes
   shift
 fi
 # What is left are labcluster's flags (embedded only): --etcd-members N.
@@ -34,7 +36,15 @@ kind_config=${KIND_CONFIG:-$root/testdata/kind-config.yaml}
 case "$mode" in
 embedded)
   if [[ -f "$root/.cluster/kind" ]]; then
-    echo "cluster-up: a kind cluster is up; stop it first with scripts/cluster-down.sh" >&2
+    # Plain scripts/cluster-up.sh means "a cluster for the labs": the kind
+    # one is that. Only an explicit embedded start, or labcluster's flags,
+    # is refused.
+    if [[ -z $asked && $# == 0 ]]; then
+      echo "cluster-up: the kind cluster (scripts/cluster-up.sh kind) is up; the labs use it"
+      echo "export KUBECONFIG=$kubeconfig"
+      exit 0
+    fi
+    echo "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh" >&2
     exit 1
   fi
   "$root/scripts/build-labcluster.sh"
@@ -56,6 +66,11 @@ kind)
     GOBIN="$root/.cluster/bin" GOWORK=off go install "sigs.k8s.io/kind@$KIND_VERSION"
   fi
   if "$kind" get clusters 2>/dev/null | grep -qx listwatch-labs; then
+    if [[ -f "$root/.cluster/kind" ]]; then
+      echo "cluster-up: kind: already up"
+      echo "export KUBECONFIG=$kubeconfig"
+      exit 0
+    fi
     echo "cluster-up: a kind cluster named listwatch-labs exists already (left by an earlier start?); remove it with scripts/cluster-down.sh" >&2
     exit 1
   fi

@@ -16,8 +16,9 @@
 #   4. scripts/cluster-up.sh kind with that image and
 #      testdata/kind-config-sandbox.yaml, timed;
 #   5. scripts/kubectl version;
-#   6. `go test ./...` in each lab, which finds the cluster through
-#      .cluster/kubeconfig as it finds any cluster;
+#   6. every lab's demo (`scripts/labs run NN`), then `go test ./...` in
+#      each lab, which finds the cluster through .cluster/kubeconfig as it
+#      finds any cluster;
 #   7. scripts/cluster-down.sh, then a check that no kind container or
 #      network is left;
 #   8. a summary per lab: passed, skipped (with the reason), failed.
@@ -100,6 +101,21 @@ fi
 
 declare -A result
 failed=0
+# The narrated demos (`scripts/labs run NN`), as a learner runs them, on
+# kind: lab 01's LISTs with curl, which on kind needs the kubeconfig's
+# client certificate instead of a token. (Lab 04 has no demo.)
+for lab in "$root"/labs/*/; do
+  name=$(basename "$lab")
+  grep -q '"demo"' "$lab/exercises.json" 2>/dev/null || continue
+  say "scripts/labs run ${name%%-*}"
+  if (cd "$root" && scripts/labs run "${name%%-*}" >"$logs/demo-$name.log" 2>&1); then
+    result["$name/demo"]="passed"
+  else
+    result["$name/demo"]="FAILED (log: .cluster/kind-e2e/demo-$name.log)"
+    failed=1
+  fi
+done
+
 for lab in "$root"/labs/*/; do
   name=$(basename "$lab")
   say "go test ./... in labs/$name"

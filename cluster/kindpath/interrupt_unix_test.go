@@ -142,3 +142,55 @@ func TestClusterUpKindInterrupted(t *testing.T) {
 }
 
 func must(b []byte, _ error) []byte { return b }
+
+// TestClusterUpWithKindUp: with the kind cluster up (its marker, and kind
+// listing the cluster), plain scripts/cluster-up.sh, as every lab README
+// says to run it, answers that the kind cluster is the labs' cluster and
+// prints the export line, status 0; `cluster-up.sh kind` says it is already
+// up; only an explicit embedded start is refused, saying how to switch.
+func TestClusterUpWithKindUp(t *testing.T) {
+	root := scriptRoot(t)
+	state := t.TempDir()
+	fakes := t.TempDir()
+	writeFake(t, fakes, "docker", fakeDockerForKind)
+	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", fakeKind)
+	for _, f := range []string{filepath.Join(state, "cluster"), filepath.Join(root, ".cluster", "kind")} {
+		if err := os.WriteFile(f, []byte("listwatch-labs\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export := "export KUBECONFIG=" + filepath.Join(root, ".cluster", "kubeconfig") + "\n"
+	for _, c := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{nil, 0, "cluster-up: the kind cluster (scripts/cluster-up.sh kind) is up; the labs use it\n" + export, ""},
+		{[]string{"kind"}, 0, "cluster-up: kind: already up\n" + export, ""},
+		{[]string{"embedded"}, 1, "", "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh\n"},
+		{[]string{"--etcd-members", "3"}, 1, "", "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh\n"},
+	} {
+		cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), c.args...)
+		cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"LAB_CLUSTER=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || stdout.String() != c.stdout || stderr.String() != c.stderr {
+			t.Errorf("cluster-up.sh %v: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+		}
+	}
+	if calls, _ := os.ReadFile(filepath.Join(state, "calls")); strings.Contains(string(calls), "create") {
+		t.Errorf("a start with the cluster up ran kind create:\n%s", calls)
+	}
+}
