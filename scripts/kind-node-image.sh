@@ -29,15 +29,18 @@
 # source on Debian trixie. Left out: kindnetd and local-path-provisioner
 # (the sandbox's kind config turns the default CNI off, and this image
 # brings its own; with no storage manifest kind installs a plain
-# StorageClass), fuse-overlayfs (kind picks it for rootless, fuse and zfs
-# hosts), nfs-common and open-iscsi, STOPSIGNAL SIGRTMIN+3 (Debian's
-# docker 20.10 refuses it in import and commit; kind stops its nodes
-# itself), the io.cri-containerd.pinned label on the preloaded images,
-# and the multi-architecture build.
+# StorageClass), fuse-overlayfs (kind's entrypoint picks it on fuse hosts,
+# for rootless where overlayfs will not do, or when asked), nfs-common and
+# open-iscsi, STOPSIGNAL SIGRTMIN+3 (Debian's docker 20.10 refuses it in
+# import and commit; kind removes its nodes with docker rm -f and never
+# stops them, but a `docker stop` of this node waits out Docker's timeout),
+# the io.cri-containerd.pinned label on the preloaded images, and the
+# multi-architecture build.
 #
-# The image is labelled with a hash of its inputs (this script, versions.env,
-# kindnode/*/go.{mod,sum}); when an image with that label exists, the
-# script says so and stops: a second run takes seconds.
+# The image is labelled with a hash of its inputs (this script without its
+# comment lines, versions.env, kindnode/*/go.{mod,sum}); when an image with
+# that label exists, the script says so and stops: a second run takes
+# seconds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=../versions.env
@@ -58,7 +61,7 @@ command -v mmdebstrap >/dev/null || {
   exit 1
 }
 
-inputs=$(cat "$0" "$root/versions.env" "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum | sha256sum | cut -c1-16)
+inputs=$(cat <(grep -v '^[[:space:]]*#' "$0") "$root/versions.env" "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum | sha256sum | cut -c1-16)
 if [[ "$(docker image inspect "$image" --format '{{index .Config.Labels "listwatch-labs.inputs"}}' 2>/dev/null)" == "$inputs" ]]; then
   say "$image is up to date (inputs $inputs)"
   exit 0
@@ -188,11 +191,11 @@ install -m 0644 "$kind_files"/etc/systemd/system/kubelet.service.d/* "$node/etc/
 sed -i "s#sandbox_image = \".*\"#sandbox_image = \"registry.k8s.io/pause:$pause_version\"#" "$node/etc/containerd/config.toml"
 # The sandbox's VM grants no CAP_SYS_RESOURCE (scripts/sandbox-docker.sh),
 # which lowering a process's oom_score_adj needs. containerd gives every
-# Pod's sandbox -998 (`defaultSandboxOOMAdj` in containerd's
-# internal/cri/server/podsandbox/helpers_linux.go), and the kubelet asks
-# -997 for Guaranteed and critical containers
-# (`guaranteedOOMScoreAdj` k8s.io/kubernetes@v1.36.4/pkg/kubelet/qos/policy.go:33): runc in the node
-# then fails to start every Pod ("can't get final child's PID from pipe:
+# Pod's sandbox -998 (`defaultSandboxOOMAdj`,
+# github.com/containerd/containerd/v2@v2.3.4/internal/cri/server/podsandbox/helpers_linux.go:48),
+# and the kubelet asks -997 for Guaranteed and critical containers
+# (`guaranteedOOMScoreAdj` k8s.io/kubernetes@v1.36.4/pkg/kubelet/qos/policy.go:33):
+# runc in the node then fails to start every Pod ("can't get final child's PID from pipe:
 # EOF"). With restrict_oom_score_adj, containerd raises such scores to its
 # own, as kind's entrypoint has it do under user namespaces. Elsewhere it
 # costs only that: the kubelet's scores are not lowered below containerd's.

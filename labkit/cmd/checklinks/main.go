@@ -102,6 +102,9 @@ func main() {
 	fmt.Printf("check-links: all %d upstream references name files that exist at their pinned version, and the %d that cite lines hold the identifier their sentence names\n", checked, withLines)
 }
 
+// nameChars may stand just before a host name's dot-separated parts.
+const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-"
+
 // find returns the citations of one file, each with the text before it in its
 // paragraph.
 func find(name, body string) []ref {
@@ -109,6 +112,11 @@ func find(name, body string) []ref {
 	var refs []ref
 	for i, line := range lines {
 		for _, m := range citation.FindAllStringSubmatchIndex(line, -1) {
+			// A citation starts a name: k8s.io inside registry.k8s.io (an
+			// image, not a module) is none.
+			if m[0] > 0 && strings.ContainsRune(nameChars, rune(line[m[0]-1])) {
+				continue
+			}
 			g := func(n string) string {
 				k := citation.SubexpIndex(n)
 				if m[2*k] < 0 {
