@@ -101,6 +101,20 @@ fi
 
 declare -A result
 failed=0
+skip_reasons='
+/^=== (RUN|CONT|PAUSE|NAME) / { if (pending != "") reason[cur] = pending; pending = ""; cur = $3; next }
+/^[ \t]*--- SKIP: / { skipped[++n] = $3; next }
+pending != "" { if ($0 !~ /^[ \t]*> /) reason[cur] = pending; pending = "" }
+cur != "" && /^[ \t]*> \[[^]]*\] skip \047/ {
+  line = $0; sub(/^[^\047]*\047/, "", line); sub(/\047[ \t]*$/, "", line); gsub(/\047\047/, "\047", line); pending = line; next
+}
+cur != "" && !(cur in reason) && /^[ \t]+[a-z_]+\.go:[0-9]+: / && !/testscript\.go:/ {
+  line = $0; sub(/^[ \t]+[a-z_]+\.go:[0-9]+: /, "", line); reason[cur] = line
+}
+END {
+  if (pending != "") reason[cur] = pending
+  for (i = 1; i <= n; i++) print (skipped[i] in reason ? reason[skipped[i]] : "(no reason printed; see the log)")
+}'
 # The narrated demos (`scripts/labs run NN`), as a learner runs them, on
 # kind: lab 01's LISTs with curl, which on kind needs the kubeconfig's
 # client certificate instead of a token. (Lab 04 has no demo.)
@@ -121,11 +135,12 @@ for lab in "$root"/labs/*/; do
   say "go test ./... in labs/$name"
   (cd "$lab" && go test -count=1 -v ./... >"$logs/$name.log" 2>&1)
   status=$?
-  # The skipped tests, and the reasons they gave: a scenario's `skip 'REASON'`
-  # line, or a Go test's t.Skip message under its --- SKIP line.
+  # The skipped tests, and the reason each gave: a scenario's `skip 'REASON'`
+  # line that ran (the scenario ends there; a conditional one not taken is
+  # followed by the next command), or a Go test's first FILE.go:N: line, its
+  # t.Skip message. go test -v heads each test's lines with === RUN/CONT/NAME.
   skips=$(grep -cE '^\s*--- SKIP' "$logs/$name.log")
-  reasons=$( { grep -oE "\] skip '.*'" "$logs/$name.log" | sed "s/^\] skip '//; s/'\$//; s/''/'/g"
-               grep -B1 -A1 -E '^\s*--- SKIP' "$logs/$name.log" | grep -E '^\s+[a-z_]+\.go:[0-9]+: ' | sed -E 's/^\s+[a-z_]+\.go:[0-9]+: //'; } | sort -u)
+  reasons=$(awk "$skip_reasons" "$logs/$name.log" | sort -u)
   if [[ $status == 0 ]]; then
     result[$name]="passed"
   else
