@@ -2,15 +2,11 @@
 # Stop whichever cluster scripts/cluster-up.sh started; leave no process behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# A kind cluster: the marker cluster-up.sh leaves (before kind starts), or,
-# when that marker is gone (removed by hand, or a start by an older
-# cluster-up.sh), a kind cluster of the course's name.
-kind_up() {
-  [[ -f "$root/.cluster/kind" ]] && return 0
-  [[ -x "$root/.cluster/bin/kind" ]] && docker info >/dev/null 2>&1 &&
-    "$root/.cluster/bin/kind" get clusters 2>/dev/null | grep -qx listwatch-labs
-}
-if kind_up; then
+# A kind cluster only when this checkout started it: the marker cluster-up.sh
+# writes before kind starts. Never by name alone: kind's cluster names are
+# one namespace for every checkout on the machine (one Docker engine), and
+# a listwatch-labs cluster without our marker may be another checkout's.
+if [[ -f "$root/.cluster/kind" ]]; then
   "$root/.cluster/bin/kind" delete cluster --name listwatch-labs --kubeconfig "$root/.cluster/kubeconfig"
   rm -f "$root/.cluster/kind" "$root/.cluster/kubeconfig"
   # kind leaves the Docker network it made ("kind") for the next cluster;

@@ -71,7 +71,7 @@ kind)
       echo "export KUBECONFIG=$kubeconfig"
       exit 0
     fi
-    echo "cluster-up: a kind cluster named listwatch-labs exists already (left by an earlier start?); remove it with scripts/cluster-down.sh" >&2
+    echo "cluster-up: a kind cluster named listwatch-labs exists already, not started from this checkout (another checkout's, or left by a start killed outright); if it is yours to remove: $kind delete cluster --name listwatch-labs" >&2
     exit 1
   fi
   # The marker goes down before kind starts, so that a start cut short is

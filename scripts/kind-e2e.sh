@@ -98,6 +98,15 @@ if [[ $up_status != 0 ]]; then
   exit 1
 fi
 "$root/scripts/kubectl" version 2>&1 | tee "$logs/kubectl-version.log"
+# Every result below must come from this kind cluster: a lab's test binary
+# that finds no cluster answering starts a private labcluster and passes
+# there. So kind's node is asked for before the demos and after the labs.
+kind_answers() { "$root/scripts/kubectl" get node listwatch-labs-control-plane >/dev/null 2>&1; }
+if ! kind_answers; then
+  say "the kind cluster does not answer after its start (scripts/kubectl get node listwatch-labs-control-plane failed)"
+  down
+  exit 1
+fi
 
 declare -A result
 failed=0
@@ -151,6 +160,10 @@ for lab in "$root"/labs/*/; do
     result[$name]+=", $skips skipped, because:"$'\n'"$(sed 's/^ */      /' <<<"$reasons")"
   fi
 done
+if ! kind_answers; then
+  say "the kind cluster stopped answering while the labs ran: their results may come from private labclusters"
+  failed=1
+fi
 down || failed=1
 
 echo

@@ -48,8 +48,9 @@ echo "fake docker: $* not faked" >&2; exit 1
 // container and network) leaves nothing that blocks the next start:
 // cluster-up.sh says it was interrupted, deletes the cluster, removes the
 // network and its marker, and exits 130; the next start then succeeds. A
-// cluster of the course's name left with no marker (a start killed outright)
-// is refused by name, and cluster-down.sh removes it. The terminal's Ctrl-C
+// cluster of the course's name without this checkout's marker (another
+// checkout's: kind's names are one namespace per Docker engine) is refused
+// with the command that removes it, and cluster-down.sh leaves it alone. The terminal's Ctrl-C
 // is a SIGINT to the foreground process group: the test sends one to the
 // script's group.
 func TestClusterUpKindInterrupted(t *testing.T) {
@@ -122,22 +123,24 @@ func TestClusterUpKindInterrupted(t *testing.T) {
 		t.Fatalf("the start after Ctrl-C: exit %d, marker %v\nstdout %s\nstderr %s", code, exists(marker), out, errOut)
 	}
 
-	// A cluster left with no marker (a start killed outright, or from an
-	// older cluster-up.sh): refused by name, and cluster-down.sh removes it.
+	// A cluster of the course's name without this checkout's marker (as
+	// another checkout's is): refused, naming the command that removes it,
+	// and cluster-down.sh does not touch it.
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, code = runClusterUp(t, root, fakes, "FAKE_STATE="+state)
-	if want := "cluster-up: a kind cluster named listwatch-labs exists already (left by an earlier start?); remove it with scripts/cluster-down.sh\n"; code != 1 || errOut != want {
-		t.Errorf("with a cluster left and no marker: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	if want := "cluster-up: a kind cluster named listwatch-labs exists already, not started from this checkout (another checkout's, or left by a start killed outright); if it is yours to remove: " + filepath.Join(root, ".cluster", "bin", "kind") + " delete cluster --name listwatch-labs\n"; code != 1 || errOut != want {
+		t.Errorf("with a cluster and no marker: exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 	down := exec.Command(filepath.Join(root, "scripts", "cluster-down.sh"))
 	down.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKE_STATE="+state)
 	if b, err := down.CombinedOutput(); err != nil {
 		t.Fatalf("cluster-down.sh: %v\n%s", err, b)
 	}
-	if exists(filepath.Join(state, "cluster")) || exists(filepath.Join(state, "network")) {
-		t.Errorf("cluster-down.sh left the cluster or its network; calls:\n%s", must(os.ReadFile(filepath.Join(state, "calls"))))
+	calls = must(os.ReadFile(filepath.Join(state, "calls")))
+	if !exists(filepath.Join(state, "cluster")) || strings.Count(string(calls), "kind delete") != 1 {
+		t.Errorf("cluster-down.sh touched a cluster this checkout did not start; calls:\n%s", calls)
 	}
 }
 
