@@ -19,7 +19,8 @@ import (
 // "network" while kind's Docker network does, and "calls", one line per call
 // of either. `kind create` makes both, says so in "creating", and then
 // blocks (as the real one does for tens of seconds while kubeadm runs) unless
-// $FAKE_STATE/finish exists. Nothing here talks to a Docker engine.
+// $FAKE_STATE/finish exists. "creating" is a FIFO, so the test waits on
+// its read, not on a timer. Nothing here talks to a Docker engine.
 const fakeKind = `echo "kind $*" >> "$FAKE_STATE/calls"
 case "$1 $2" in
 "get clusters") [ -f "$FAKE_STATE/cluster" ] && echo listwatch-labs; exit 0 ;;
@@ -27,7 +28,7 @@ case "$1 $2" in
   echo listwatch-labs > "$FAKE_STATE/cluster"; : > "$FAKE_STATE/network"
   while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2"; shift; done
   [ -f "$FAKE_STATE/finish" ] && exit 0
-  : > "$FAKE_STATE/creating"
+  echo creating > "$FAKE_STATE/creating" # a FIFO: the test reads it
   exec sleep 300 ;;
 "delete cluster") rm -f "$FAKE_STATE/cluster"; exit 0 ;;
 esac
@@ -43,6 +44,23 @@ esac
 echo "fake docker: $* not faked" >&2; exit 1
 `
 
+// kindFakeRoot lays out scriptRoot with fakeKind in .cluster/bin, and a
+// directory of fakes (fakeDockerForKind) for PATH; state is $FAKE_STATE, with
+// the FIFO "creating" that fakeKind's create writes to.
+func kindFakeRoot(t *testing.T) (root, state, fakes string) {
+	t.Helper()
+	root, state, fakes = scriptRoot(t), t.TempDir(), t.TempDir()
+	writeFake(t, fakes, "docker", fakeDockerForKind)
+	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", fakeKind)
+	if err := syscall.Mkfifo(filepath.Join(state, "creating"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return root, state, fakes
+}
+
 // TestClusterUpKindInterrupted: Ctrl-C while `kind create cluster` runs
 // (kind has no handler for it and dies where it is, leaving its node
 // container and network) leaves nothing that blocks the next start:
@@ -54,14 +72,7 @@ echo "fake docker: $* not faked" >&2; exit 1
 // is a SIGINT to the foreground process group: the test sends one to the
 // script's group.
 func TestClusterUpKindInterrupted(t *testing.T) {
-	root := scriptRoot(t)
-	state := t.TempDir()
-	fakes := t.TempDir()
-	writeFake(t, fakes, "docker", fakeDockerForKind)
-	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", fakeKind)
+	root, state, fakes := kindFakeRoot(t)
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	marker, kubeconfig := filepath.Join(root, ".cluster", "kind"), filepath.Join(root, ".cluster", "kubeconfig")
 
@@ -77,11 +88,28 @@ func TestClusterUpKindInterrupted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	for deadline := time.Now().Add(30 * time.Second); !exists(filepath.Join(state, "creating")); {
-		if time.Now().After(deadline) {
-			t.Fatalf("kind create never started\nstdout %s\nstderr %s", stdout.String(), stderr.String())
+	// Wait for kind's create on the FIFO (opening it blocks until the fake
+	// opens it to write), with a deadline; on the deadline, a writer opened
+	// here unblocks the reader.
+	fifo := filepath.Join(state, "creating")
+	started := make(chan error, 1)
+	go func() {
+		b, err := os.ReadFile(fifo)
+		if err == nil && string(b) != "creating\n" {
+			err = errors.New("read " + string(b))
 		}
-		time.Sleep(10 * time.Millisecond)
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("kind create never started\nstdout %s\nstderr %s", stdout.String(), stderr.String())
 	}
 	if !exists(marker) {
 		t.Error("no .cluster/kind marker while kind creates: cluster-down.sh would not know there is a cluster")
@@ -152,14 +180,7 @@ func must(b []byte, _ error) []byte { return b }
 // prints the export line, status 0; `cluster-up.sh kind` says it is already
 // up; only an explicit embedded start is refused, saying how to switch.
 func TestClusterUpWithKindUp(t *testing.T) {
-	root := scriptRoot(t)
-	state := t.TempDir()
-	fakes := t.TempDir()
-	writeFake(t, fakes, "docker", fakeDockerForKind)
-	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", fakeKind)
+	root, state, fakes := kindFakeRoot(t)
 	for _, f := range []string{filepath.Join(state, "cluster"), filepath.Join(root, ".cluster", "kind")} {
 		if err := os.WriteFile(f, []byte("listwatch-labs\n"), 0o644); err != nil {
 			t.Fatal(err)
