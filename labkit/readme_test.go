@@ -92,6 +92,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -105,8 +106,9 @@ import (
 )
 
 var (
-	runREADMEs  = flag.Bool("readmes", false, "run every command of every README's console blocks (TestREADMECommands)")
-	readmeMatch = flag.String("readme", "", "check only the READMEs whose path matches this regexp (TestREADMECommands)")
+	runREADMEs     = flag.Bool("readmes", false, "run every command of every README's console blocks (TestREADMECommands)")
+	readmeParallel = flag.Int("readme-parallel", 3, "how many READMEs TestREADMECommands runs at once, each in its own copy with its own cluster")
+	readmeMatch    = flag.String("readme", "", "check only the READMEs whose path matches this regexp (TestREADMECommands)")
 )
 
 // readmes are the READMEs the check runs, in this order: the top one first,
@@ -449,10 +451,21 @@ func (n *normalizer) match(want, got []string) bool {
 	return len(got) > 0 && n.line(want[0]) == n.line(got[0]) && n.match(want[1:], got[1:])
 }
 
+// toolchainRE is what the go command prints about fetching modules the first
+// time it needs them: chatter of the machine's caches, not of the course
+// (scripts/test.sh downloads every module up front; a learner may still see
+// it once).
+var toolchainRE = regexp.MustCompile(`^go: (downloading|extracting|finding module for package|found) \S`)
+
 // outputLines splits a command's output, dropping the blank lines at its end
-// (a README block cannot show them).
+// (a README block cannot show them) and the go command's module chatter.
 func outputLines(s string) []string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var ls []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if !toolchainRE.MatchString(l) {
+			ls = append(ls, l)
+		}
+	}
 	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
 		ls = ls[:len(ls)-1]
 	}
@@ -525,6 +538,7 @@ type shell struct {
 	timeout time.Duration
 	bg      map[string]*bgCommand
 	log     func(format string, args ...any)
+	check   *checkRun // what an interrupt must stop (nil: nothing registers)
 }
 
 // wrapper runs the command in bash with the session's variables and
@@ -542,13 +556,23 @@ pwd >"$__DIRFILE"
 exit $__rc
 `
 
-func newShell(name, root string, env []string, norm *normalizer, log func(string, ...any)) (*shell, error) {
-	tmp, err := os.MkdirTemp("", "readme-shell-")
+// commandTimeout is how long one README command may take. It is generous on
+// purpose: on a new machine a command's first go test or go run compiles its
+// packages first (minutes on two busy cores), and a deadline is there to end
+// a hang, not to time the course; go test's own -timeout does that.
+const commandTimeout = 15 * time.Minute
+
+func newShell(name, root string, env []string, norm *normalizer, log func(string, ...any), run *checkRun) (*shell, error) {
+	// The session's state lives in the copy's .cluster/, which goes with it.
+	if err := os.MkdirAll(filepath.Join(root, ".cluster"), 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(root, ".cluster"), "readme-shell-")
 	if err != nil {
 		return nil, err
 	}
 	s := &shell{name: name, root: root, readme: filepath.Join(root, filepath.Dir(name)), env: env, state: filepath.Join(tmp, "state"), dirFile: filepath.Join(tmp, "dir"),
-		dir: root, norm: norm, timeout: 5 * time.Minute, bg: map[string]*bgCommand{}, log: log}
+		dir: root, norm: norm, timeout: commandTimeout, bg: map[string]*bgCommand{}, log: log, check: run}
 	return s, os.WriteFile(s.state, nil, 0o600)
 }
 
@@ -564,6 +588,51 @@ func (s *shell) command(ctx context.Context, cmdText string) *exec.Cmd {
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 5 * time.Second
 	return c
+}
+
+// runCmd runs a command, its process group known to the check's interrupt.
+func (s *shell) runCmd(c *exec.Cmd) error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	if err := s.check.started(c.Process.Pid); err != nil {
+		c.Wait()
+		return err
+	}
+	defer s.check.ended(c.Process.Pid)
+	return c.Wait()
+}
+
+// fuzzTimeRE is a go test -fuzz command's -fuzztime and its value.
+var fuzzTimeRE = regexp.MustCompile(`-fuzztime[ =]\S+`)
+
+// warm makes a timed command's own work start at once: go test -fuzz
+// compiles its package and every dependency again with coverage
+// instrumentation before the -fuzztime clock starts, minutes on a new
+// machine, so the same command first runs with -fuzztime 1x (one input after
+// the baseline) into the build cache. Its output is not compared.
+func (s *shell) warm(st readmeStep, cmd string) error {
+	if !strings.Contains(cmd, "go test") || !strings.Contains(cmd, "-fuzz ") || !fuzzTimeRE.MatchString(cmd) {
+		return nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	c := s.command(ctx, fuzzTimeRE.ReplaceAllString(cmd, "-fuzztime 1x"))
+	out, err := s.combined(c)
+	s.log("%s: warmed the build first (-fuzztime 1x)  (%.1fs)", s.where(st), time.Since(start).Seconds())
+	if err != nil {
+		return fmt.Errorf("%s: $ %s\nits warm-up with -fuzztime 1x failed (%v); output:\n%s", s.where(st), st.cmd, err, out)
+	}
+	return nil
+}
+
+// combined is runCmd with the output collected.
+func (s *shell) combined(c *exec.Cmd) ([]byte, error) {
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err := s.runCmd(c)
+	return out.Bytes(), err
 }
 
 func (s *shell) where(st readmeStep) string { return fmt.Sprintf("%s:%d", s.name, st.line) }
@@ -601,13 +670,16 @@ func (s *shell) run(st readmeStep) error {
 	for _, in := range st.instead {
 		cmd = strings.Replace(cmd, in[1], in[0], 1)
 	}
+	if err := s.warm(st, cmd); err != nil {
+		return err
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	c := s.command(ctx, cmd)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
-	err := c.Run()
+	err := s.runCmd(c)
 	if d, rerr := os.ReadFile(s.dirFile); rerr == nil && len(d) > 0 {
 		s.dir = strings.TrimSpace(string(d))
 	}
@@ -692,8 +764,16 @@ func (s *shell) startBG(st readmeStep) error {
 	if err := c.Start(); err != nil {
 		return err
 	}
+	if err := s.check.started(c.Process.Pid); err != nil {
+		c.Wait()
+		return err
+	}
 	b := &bgCommand{step: st, cmd: c, out: out, done: make(chan error, 1)}
-	go func() { b.done <- c.Wait() }()
+	go func() {
+		err := c.Wait()
+		s.check.ended(c.Process.Pid)
+		b.done <- err
+	}()
 	s.bg[st.bg] = b
 	s.log("%s: started in the background as %s: %s", s.where(st), st.bg, firstLine(st.cmd))
 	first := beforeCtrlC(trimWant(st.want))
@@ -780,8 +860,8 @@ func firstLine(s string) string {
 
 // runREADME runs every step of one README in a fresh shell; it stops at the
 // first difference, since the commands after it build on it.
-func runREADME(name, root string, steps []readmeStep, env []string, log func(string, ...any)) error {
-	sh, err := newShell(name, root, env, newNormalizer(root), log)
+func runREADME(name, root string, steps []readmeStep, env []string, log func(string, ...any), run *checkRun) error {
+	sh, err := newShell(name, root, env, newNormalizer(root), log, run)
 	if err != nil {
 		return err
 	}
@@ -891,60 +971,82 @@ func TestREADMECommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, ".cluster", "bin", "labcluster")); err != nil {
 		t.Fatalf("the README check runs .cluster/bin/labcluster (scripts/build-labcluster.sh builds it): %v", err)
 	}
-	copyDir := filepath.Join(root, ".cluster", "readme-check")
-	if err := copyCheckout(root, copyDir); err != nil {
-		t.Fatal(err)
-	}
-	env := readmeEnv()
-	logf := func(format string, args ...any) { t.Logf(format, args...) }
-	setup := func(script string) {
-		t.Helper()
-		c := exec.Command(filepath.Join(copyDir, "scripts", script))
-		c.Dir, c.Env = copyDir, env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", script, err, out)
-		}
-	}
-	start := time.Now()
-	clusterUp := false
-	defer func() {
-		if clusterUp {
-			setup("cluster-down.sh")
+	// Ctrl-C or SIGTERM (scripts/test.sh passes either on as SIGINT) would
+	// end this process before any defer ran, leaving each copy's cluster and
+	// the command running in it. Instead: kill the running commands, stop the
+	// clusters, start nothing new; each README then fails at once and the
+	// test ends as tests do, running every clean-up.
+	run := newCheckRun()
+	defer run.close()
+	stopOnSignal := make(chan os.Signal, 1)
+	signal.Notify(stopOnSignal, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stopOnSignal)
+	go func() {
+		select {
+		case sig := <-stopOnSignal:
+			run.interrupt(sig)
+		case <-run.done:
 		}
 	}()
-	for _, f := range files {
-		steps := plans[f]
-		if len(steps) == 0 {
-			t.Logf("%s: no console block", f)
-			continue
-		}
-		if f != "README.md" && !clusterUp {
-			t.Logf("scripts/cluster-up.sh: the cluster the top README's set-up leaves up, for the READMEs after it")
-			setup("cluster-up.sh")
-			clusterUp = true
-			// A learner's cluster is older than a few seconds: wait for
-			// what the controller-manager adds to every namespace.
-			err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-				c := exec.Command(filepath.Join(copyDir, "scripts", "kubectl"), "-n", "default", "get", "configmap", "kube-root-ca.crt")
-				c.Dir, c.Env = copyDir, env
-				return c.Run() == nil, nil
-			})
-			if err != nil {
-				t.Fatal("no ConfigMap default/kube-root-ca.crt a minute after cluster-up")
+
+	env := readmeEnv()
+	start := time.Now()
+	// Each README in a copy of its own (.cluster/readme-check/<name>: stable
+	// paths, so the build cache is warm on the next run) with a cluster of
+	// its own, several at once: most of a README's time is spent waiting (on
+	// a watch's timeout, a server's start), so they overlap well even on two
+	// cores, and none sees another's objects. The top README starts and
+	// stops its cluster with its own commands; the others get the cluster the
+	// top README's set-up leaves a learner with, started here as the learner
+	// did (scripts/cluster-up.sh).
+	sem := make(chan struct{}, max(1, *readmeParallel))
+	t.Run("each", func(t *testing.T) {
+		for _, f := range files {
+			steps := plans[f]
+			if len(steps) == 0 {
+				t.Logf("%s: no console block", f)
+				continue
 			}
+			t.Run(f, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if run.interrupted() {
+					t.Skip("interrupted before it started")
+				}
+				copyDir := filepath.Join(root, ".cluster", "readme-check", strings.NewReplacer("/", "-", ".md", "").Replace(f))
+				if err := copyCheckout(root, copyDir); err != nil {
+					t.Fatal(err)
+				}
+				logf := func(format string, args ...any) { t.Logf(format, args...) }
+				// The README's own temporary files (a learner's `mktemp`)
+				// go to a $TMPDIR of its own, removed when it ends.
+				tmp, err := os.MkdirTemp("", "readme-tmp-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(tmp)
+				env := append(slices.Clip(env), "TMPDIR="+tmp)
+				if f != "README.md" {
+					t.Logf("scripts/cluster-up.sh: the cluster the top README's set-up leaves up, for this README")
+					if err := run.clusterUp(copyDir, env); err != nil {
+						t.Fatal(err)
+					}
+					defer run.clusterDown(copyDir, env)
+				} else {
+					// The top README starts its own: stop it if it failed
+					// before its own cluster-down.
+					defer run.clusterDown(copyDir, env)
+				}
+				if err := runREADME(f, copyDir, steps, env, logf, run); err != nil {
+					if run.interrupted() {
+						t.Fatal("interrupted (Ctrl-C or SIGTERM)")
+					}
+					t.Error(err)
+				}
+			})
 		}
-		err := runREADME(f, copyDir, steps, env, logf)
-		if f == "README.md" && err != nil {
-			// It failed before its own cluster-down.
-			c := exec.Command(filepath.Join(copyDir, "scripts", "cluster-down.sh"))
-			c.Dir, c.Env = copyDir, env
-			c.Run()
-		}
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	})
 	ran, skipped := 0, 0
 	for _, f := range files {
 		for _, st := range plans[f] {
@@ -957,8 +1059,124 @@ func TestREADMECommands(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("README check: %d READMEs, %d commands run, %d skipped (each listed above with its reason), in %.0fs",
-		len(files), ran, skipped, time.Since(start).Seconds())
+	t.Logf("README check: %d READMEs, %d commands run, %d skipped (each listed above with its reason), in %.0fs, %d at once",
+		len(files), ran, skipped, time.Since(start).Seconds(), max(1, *readmeParallel))
+}
+
+// checkRun is what the README check has running, so that an interrupt can
+// stop it: the process group of every command it started, and every copy
+// whose cluster is up.
+type checkRun struct {
+	mu       sync.Mutex
+	groups   map[int]bool
+	clusters map[string]bool
+	stopping bool
+	done     chan struct{}
+}
+
+func newCheckRun() *checkRun {
+	return &checkRun{groups: map[int]bool{}, clusters: map[string]bool{}, done: make(chan struct{})}
+}
+
+func (r *checkRun) close() { close(r.done) }
+
+// started records a command's process group; it fails once an interrupt
+// has begun, so nothing new starts while the clean-up runs.
+func (r *checkRun) started(pgid int) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		return errors.New("the README check was interrupted")
+	}
+	r.groups[pgid] = true
+	return nil
+}
+
+func (r *checkRun) ended(pgid int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.groups, pgid)
+	r.mu.Unlock()
+}
+
+// clusterUp runs scripts/cluster-up.sh in a copy and waits for what the
+// controller-manager adds to every namespace: a learner's cluster is older
+// than a few seconds.
+func (r *checkRun) clusterUp(copyDir string, env []string) error {
+	r.mu.Lock()
+	stopping := r.stopping
+	if !stopping {
+		r.clusters[copyDir] = true
+	}
+	r.mu.Unlock()
+	if stopping {
+		return errors.New("the README check was interrupted")
+	}
+	c := exec.Command(filepath.Join(copyDir, "scripts", "cluster-up.sh"))
+	c.Dir, c.Env = copyDir, env
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster-up.sh: %v\n%s", err, out)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		c := exec.Command(filepath.Join(copyDir, "scripts", "kubectl"), "-n", "default", "get", "configmap", "kube-root-ca.crt")
+		c.Dir, c.Env = copyDir, env
+		return c.Run() == nil, nil
+	})
+	if err != nil {
+		return errors.New("no ConfigMap default/kube-root-ca.crt a minute after cluster-up")
+	}
+	return nil
+}
+
+// clusterDown stops a copy's cluster (scripts/cluster-down.sh says "nothing
+// to stop" when none is up).
+func (r *checkRun) clusterDown(copyDir string, env []string) {
+	c := exec.Command(filepath.Join(copyDir, "scripts", "cluster-down.sh"))
+	c.Dir, c.Env = copyDir, env
+	c.Run()
+	r.mu.Lock()
+	delete(r.clusters, copyDir)
+	r.mu.Unlock()
+}
+
+// interrupt kills every running command and stops every cluster, then says
+// what it stopped (last: if go test was killed too, a write to its closed
+// pipe would end this process). What runs after it fails at once.
+func (r *checkRun) interrupt(sig os.Signal) {
+	r.mu.Lock()
+	r.stopping = true
+	groups, clusters := len(r.groups), len(r.clusters)
+	for g := range r.groups {
+		syscall.Kill(-g, syscall.SIGKILL)
+	}
+	var copies []string
+	for dir := range r.clusters {
+		copies = append(copies, dir)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, dir := range copies {
+		wg.Go(func() {
+			c := exec.Command(filepath.Join(dir, "scripts", "cluster-down.sh"))
+			c.Dir, c.Env = dir, readmeEnv()
+			c.Run()
+		})
+	}
+	wg.Wait()
+	fmt.Fprintf(os.Stderr, "README check: %v: interrupted; stopped %d running commands and %d clusters\n", sig, groups, clusters)
+}
+
+// interrupted reports whether an interrupt has stopped the check.
+func (r *checkRun) interrupted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopping
 }
 
 // TestREADMECheckCatches shows the check failing: a README whose shown
@@ -990,7 +1208,7 @@ func TestREADMECheckCatches(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return runREADME("README.md", dir, steps, readmeEnv(), func(string, ...any) {})
+		return runREADME("README.md", dir, steps, readmeEnv(), func(string, ...any) {}, nil)
 	}
 	if err := run(good); err != nil {
 		t.Fatalf("a true README fails the check: %v", err)

@@ -22,9 +22,27 @@
 # At the end it fails if the run changed any file of the checkout (a go.sum a
 # go command tidied, say): a test run must leave the tree as it found it.
 # Speed is measured with go test -bench and benchstat by hand, never here.
+#
+# Ctrl-C or SIGTERM stops both lanes (the README check stops its clusters and
+# the command it was running), the cluster test.sh started, and removes the
+# run's temporary files: "test.sh: interrupted; stopped ...", exit 130.
+#
+#   scripts/test.sh                       everything (CI runs exactly this)
+#   scripts/test.sh --readmes-only RE     only the README check, on the READMEs
+#                                         whose path matches RE ('labs/02')
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+readmes_only=""
+while (($#)); do
+  case $1 in
+  --readmes-only)
+    [[ $# -ge 2 ]] || { echo "test.sh: --readmes-only needs a regexp of README paths (e.g. 'labs/02')" >&2; exit 2; }
+    readmes_only=$2; shift 2 ;;
+  -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test.sh: unknown argument $1 (scripts/test.sh --help)" >&2; exit 2 ;;
+  esac
+done
 fuzztime=${FUZZTIME:-10s}
 race=-race
 [[ ${RACE:-1} == 0 ]] && race=
@@ -72,22 +90,92 @@ in_git=0
 git -C "$root" rev-parse --git-dir >/dev/null 2>&1 && in_git=1
 ((in_git)) && tree_before=$(tree_state) && status_before=$(git -C "$root" status --porcelain=v1 2>/dev/null)
 
-# On exit (or Ctrl-C): stop the checks lane, then the cluster we started.
-started="" checks_pid=""
+# The run's own files: the checks lane's log, the lanes' summaries and times.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-sh.XXXXXX")
+times_file=$tmp/times
+
+# stop_lane PID: a lane is a process group of its own (set -m below). SIGINT
+# to the group is what a terminal's Ctrl-C would send: go test passes it to
+# the test binary, and the README check stops its clusters and its command
+# before it exits. A lane still there after 90 s is killed, and so is
+# anything of its group that outlived it.
+stop_lane() {
+  local pid=$1 i
+  [[ -n $pid ]] || return 0
+  kill -INT -- "-$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 900; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+# On exit: stop whatever lane still runs, then the cluster we started, and
+# remove the run's files. On Ctrl-C or SIGTERM: the same, said, and exit 130.
+started="" checks_pid="" modules_pid=""
 cleanup() {
-  [[ -n $checks_pid ]] && kill -- "-$checks_pid" 2>/dev/null
+  stop_lane "$modules_pid"
+  stop_lane "$checks_pid"
   [[ -n $started ]] && { "$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"; }
+  rm -rf "$tmp"
+}
+interrupted() {
+  trap '' INT TERM
+  echo
+  echo "test.sh: interrupted; stopping the modules lane, the checks lane (the README check stops its clusters and the command it runs) and the cluster test.sh started"
+  local what=()
+  [[ -n $modules_pid ]] && what+=("the modules lane")
+  [[ -n $checks_pid ]] && what+=("the checks lane")
+  [[ -n $started ]] && what+=("test.sh's cluster")
+  stop_lane "$modules_pid"
+  stop_lane "$checks_pid"
+  if [[ -n $checks_pid && -s ${checks_log:-} ]]; then
+    echo "test.sh: the checks lane's last lines:"
+    tail -n 8 "$checks_log" | sed 's/^/  /'
+  fi
+  cleanup
+  modules_pid="" checks_pid="" started=""
+  what+=("its temporary files")
+  local IFS=,
+  echo "test.sh: interrupted; stopped ${what[*]}" | sed 's/,/, /g'
+  exit 130
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap interrupted INT TERM
 
 checks_failed=0
-echo "test.sh: checking that every file names the pinned versions, and every upstream reference a real file"
-"$root/scripts/check-versions.sh" || checks_failed=1
-"$root/scripts/check-links.sh" || checks_failed=1
+# took SECONDS LABEL: one row of the time table printed at the end.
+took() { echo "$1|$2" >>"$times_file"; }
+if [[ -z $readmes_only ]]; then
+  step_start=$SECONDS
+  echo "test.sh: checking that every file names the pinned versions, and every upstream reference a real file"
+  "$root/scripts/check-versions.sh" || checks_failed=1
+  "$root/scripts/check-links.sh" || checks_failed=1
+  took $((SECONDS - step_start)) "versions and links (check-versions.sh, check-links.sh)"
+fi
 
+# Every module the run needs, downloaded once and up front: on a new machine
+# the lanes below would otherwise each fetch what they first touch, and a
+# README command run before the modules lane reached its module printed "go:
+# downloading ..." into output the check compares. go mod download with no
+# argument fetches every module a module's go.mod requires (Go >= 1.17 lists
+# them all), each module on its own (GOWORK=off): the workspace selects, for
+# each dependency, the highest version one of its modules selects, so that
+# covers it too (go mod download in the workspace would add to go.work.sum
+# the checksums of modules no build needs).
+step_start=$SECONDS
+echo "test.sh: downloading every module the run needs (go mod download; seconds when cached)"
+for m in $(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work) cluster kindnode/*/; do
+  (cd "$m" && GOWORK=off go mod download) ||
+    { echo "test.sh: go mod download failed in $m (is the Go module proxy reachable? go env GOPROXY says $(go env GOPROXY))"; exit 1; }
+done
+took $((SECONDS - step_start)) "modules downloaded (go mod download)"
+
+step_start=$SECONDS
 "$root/scripts/build-labcluster.sh" || exit 1
 labcluster="$root/.cluster/bin/labcluster"
+took $((SECONDS - step_start)) "labcluster built (scripts/build-labcluster.sh)"
 
 # Which cluster: `labcluster status` applies the rule labkit's test binaries
 # follow (clusterstate.Discover): $KUBECONFIG if set (it must answer, unless
@@ -117,88 +205,131 @@ esac
 # not be in go.work; it is tested all the same.
 modules=$(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work)
 grep -qx cluster <<<"$modules" || modules="cluster $modules"
+
+# The fuzzer keeps every input it found interesting in $GOCACHE/fuzz and
+# replays them all before it starts: left alone, a target's corpus grows run
+# after run (180 inputs, seconds of "gathering baseline coverage" before a
+# 10-second fuzz even starts). Inputs that failed are kept in the package's
+# testdata/fuzz, not there; a target with more than 100 is started afresh.
+fuzzcache="$(go env GOCACHE)/fuzz"
+if [[ -d $fuzzcache ]]; then
+  while IFS= read -r d; do
+    n=$(find "$d" -maxdepth 1 -type f | wc -l)
+    if ((n > 100)); then
+      rm -rf "$d" && echo "test.sh: the fuzz cache of ${d#"$fuzzcache"/} held $n inputs; started it afresh"
+    fi
+  done < <(find "$fuzzcache" -type d -name 'Fuzz*')
+fi
+
 # The checks lane: the course's own promises, each checked the way a learner
 # would meet it: every command a README shows, run as written with the output
-# it shows (labkit's TestREADMECommands, in its own copy of the checkout);
-# every exercise fails as shipped, passes solved, and in exercise mode only
-# the exercises' tests fail; every mermaid diagram renders; every module
-# type-checks for macOS (and vets there, all but cluster/). It runs beside the modules and reports in its log.
-checks_log=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks.XXXXXX")
-checks_rc=$(mktemp "${TMPDIR:-/tmp}/test-sh-checks-rc.XXXXXX")
-set -m # the lane gets its own process group, so cleanup can stop all of it
+# it shows (labkit's TestREADMECommands, each README in its own copy of the
+# checkout with its own cluster, several at once); every exercise fails as
+# shipped, passes solved, and in exercise mode only the exercises' tests fail;
+# every mermaid diagram renders; every module type-checks for macOS (and vets
+# there, all but cluster/). It runs beside the modules lane and reports in its
+# log, printed when the modules are done.
+checks_log=$tmp/checks.log
+checks_rc=$tmp/checks.rc
+readme_args=(-readmes)
+[[ -n $readmes_only ]] && readme_args+=(-readme "$readmes_only")
+set -m # each lane gets its own process group, so an interrupt can stop all of it
 (
+  trap 'exit 130' INT TERM
   rc=0
-  step() { echo "test.sh: $1"; shift; "$@" || rc=1; }
+  step() {
+    local label=$1 t=$SECONDS
+    shift
+    echo "test.sh: $label"
+    "$@" || rc=1
+    took $((SECONDS - t)) "checks: $label"
+  }
   step "every command the READMEs show, run as written (labkit TestREADMECommands)" \
-    bash -c 'cd "$1/labkit" && go test -v -count=1 -timeout 30m -run "^TestREADMECommands\$" . -args -readmes' _ "$root"
-  step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
-    "$root/scripts/check-exercises.sh" --full
-  step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
-  # Learners use macOS as often as Linux: every module must type-check there
-  # (and vet: all but cluster/, which cross-build.sh says why).
-  step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
-  # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
-  # modules outside go.work with no code of their own; they too must be
-  # tidy on their own. (What versions they pin, cluster/kindpath tests.)
-  step "the kind node image's modules are tidy on their own (kindnode/*: GOWORK=off go mod tidy -diff)" \
-    bash -c 'for m in "$1"/kindnode/*/; do (cd "$m" && GOWORK=off go mod tidy -diff) || { echo "kindnode/$(basename "$m") is not tidy (run: cd kindnode/$(basename "$m") && GOWORK=off go mod tidy)"; exit 1; }; done' _ "$root"
+    bash -c 'cd "$1/labkit" && shift && go test -v -count=1 -timeout 40m -run "^TestREADMECommands\$" . -args "$@"' _ "$root" "${readme_args[@]}"
+  if [[ -z $readmes_only ]]; then
+    step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
+      "$root/scripts/check-exercises.sh" --full
+    step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
+    # Learners use macOS as often as Linux: every module must type-check
+    # there (and vet: all but cluster/, which cross-build.sh says why).
+    step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
+    # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
+    # modules outside go.work with no code of their own; they too must be
+    # tidy on their own. (What versions they pin, cluster/kindpath tests.)
+    step "the kind node image's modules are tidy on their own (kindnode/*: GOWORK=off go mod tidy -diff)" \
+      bash -c 'for m in "$1"/kindnode/*/; do (cd "$m" && GOWORK=off go mod tidy -diff) || { echo "kindnode/$(basename "$m") is not tidy (run: cd kindnode/$(basename "$m") && GOWORK=off go mod tidy)"; exit 1; }; done' _ "$root"
+  fi
   echo "$rc" >"$checks_rc"
 ) >"$checks_log" 2>&1 </dev/null &
 checks_pid=$!
 set +m
 echo "test.sh: the README, exercise, diagram and macOS checks run alongside the modules (their log: $checks_log, printed at the end)"
 
-passed=0 failed=0 summary=()
-for m in $modules; do
-  start=$SECONDS
-  echo "test.sh: === $m"
-  # Output streams as it comes: the first run compiles for minutes, and a
-  # silent terminal looks like a hang.
-  (
-    cd "$m" || exit 1
-    modrace=$race
-    # cluster/ is the control plane's binary: with -race its tests would
-    # rebuild all of k8s.io/kubernetes instrumented (a long, cold build) to
-    # check the few goroutines of our supervisor. The labs and labkit, whose
-    # concurrency is the lesson, get the race detector.
-    [[ $m == cluster ]] && export GOWORK=off && modrace=
-    # Go habits a Go developer has by reflex: gofmt, go mod tidy (the module
-    # must be tidy on its own, GOWORK=off, and inside go.work), go vet, and
-    # staticcheck (labkit's tool directive pins it; cluster/ is left out: it
-    # would analyse all of Kubernetes again, and go vet covers our code there).
-    unformatted=$(gofmt -l .)
-    if [[ -n $unformatted ]]; then
-      echo "gofmt would change these files (run gofmt -w on them):"; echo "$unformatted"; exit 1
-    fi
-    GOWORK=off go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy with GOWORK=off (run: cd $m && GOWORK=off go mod tidy)"; exit 1; }
-    if [[ $m != cluster ]]; then
-      go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy in the workspace (run: cd $m && go mod tidy)"; exit 1; }
-      GOWORK=off go vet ./... || { echo "$m does not vet on its own (GOWORK=off)"; exit 1; }
-    fi
-    go vet ./... &&
-      { [[ $m == cluster ]] || go tool staticcheck ./...; } &&
-      go test $modrace -count=1 ./... &&
-      for pkg in $(go list ./...); do
-        dir=$(go list -f '{{.Dir}}' "$pkg")
-        for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | cut -c6-); do
-          # fuzz.sh names a failing input and the fuzzer's message, keeps
-          # the input in testdata/fuzz, and does not fail on machine load
-          # alone (a starved worker, Go 1.26's deadline race): see its header.
-          "$root/scripts/fuzz.sh" "$pkg" "$f" "$fuzztime" || exit 1
-        done
-        if grep -qs '^func Benchmark' "$dir"/*_test.go; then
-          out=$(go test -run '^$' -bench . -benchtime 1x "$pkg" 2>&1) || { echo "$out"; echo "benchmarks of $pkg failed"; exit 1; }
-          echo "benchmarks of $pkg ran once"
-        fi
-      done
-  ) 2>&1
-  rc=$?
-  if [[ $rc == 0 ]]; then
-    passed=$((passed + 1)); summary+=("ok    $m ($((SECONDS - start))s)")
-  else
-    failed=$((failed + 1)); summary+=("FAIL  $m ($((SECONDS - start))s)")
+# The modules lane: each module in turn, its output streaming as it comes
+# (the first run compiles for minutes, and a silent terminal looks like a
+# hang). One line per module goes to $tmp/summary.
+module_checks() {
+  local m=$1 modrace=$race
+  cd "$m" || return 1
+  # cluster/ is the control plane's binary: with -race its tests would
+  # rebuild all of k8s.io/kubernetes instrumented (a long, cold build) to
+  # check the few goroutines of our supervisor. The labs and labkit, whose
+  # concurrency is the lesson, get the race detector.
+  [[ $m == cluster ]] && export GOWORK=off && modrace=
+  # Go habits a Go developer has by reflex: gofmt, go mod tidy (the module
+  # must be tidy on its own, GOWORK=off, and inside go.work), go vet, and
+  # staticcheck (labkit's tool directive pins it; cluster/ is left out: it
+  # would analyse all of Kubernetes again, and go vet covers our code there).
+  local unformatted
+  unformatted=$(gofmt -l .)
+  if [[ -n $unformatted ]]; then
+    echo "gofmt would change these files (run gofmt -w on them):"; echo "$unformatted"; return 1
   fi
-done
+  GOWORK=off go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy with GOWORK=off (run: cd $m && GOWORK=off go mod tidy)"; return 1; }
+  if [[ $m != cluster ]]; then
+    go mod tidy -diff || { echo "go.mod/go.sum of $m are not tidy in the workspace (run: cd $m && go mod tidy)"; return 1; }
+    GOWORK=off go vet ./... || { echo "$m does not vet on its own (GOWORK=off)"; return 1; }
+  fi
+  go vet ./... || return 1
+  [[ $m == cluster ]] || go tool staticcheck ./... || return 1
+  go test $modrace -count=1 ./... || return 1
+  local pkg dir f out
+  for pkg in $(go list ./...); do
+    dir=$(go list -f '{{.Dir}}' "$pkg")
+    for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | cut -c6-); do
+      # fuzz.sh names a failing input and the fuzzer's message, keeps the
+      # input in testdata/fuzz, and does not fail on machine load alone (a
+      # starved worker, Go 1.26's deadline race): see its header.
+      "$root/scripts/fuzz.sh" "$pkg" "$f" "$fuzztime" || return 1
+    done
+    if grep -qs '^func Benchmark' "$dir"/*_test.go; then
+      out=$(go test -run '^$' -bench . -benchtime 1x "$pkg" 2>&1) || { echo "$out"; echo "benchmarks of $pkg failed"; return 1; }
+      echo "benchmarks of $pkg ran once"
+    fi
+  done
+}
+summary_file=$tmp/summary
+: >"$summary_file"
+if [[ -z $readmes_only ]]; then
+  set -m
+  (
+    trap 'exit 130' INT TERM
+    for m in $modules; do
+      start=$SECONDS
+      echo "test.sh: === $m"
+      if (module_checks "$m") 2>&1; then
+        echo "ok    $m ($((SECONDS - start))s)" >>"$summary_file"
+      else
+        echo "FAIL  $m ($((SECONDS - start))s)" >>"$summary_file"
+      fi
+      took $((SECONDS - start)) "modules: $m"
+    done
+  ) </dev/null &
+  modules_pid=$!
+  set +m
+  wait "$modules_pid"
+  modules_pid=""
+fi
 
 echo "test.sh: modules done; the checks that ran alongside:"
 # Their log so far, then the rest as it comes, until the lane ends (a
@@ -218,7 +349,6 @@ done
 wait "$checks_pid"
 checks_pid=""
 [[ $(cat "$checks_rc" 2>/dev/null) == 0 ]] || checks_failed=1
-rm -f "$checks_log" "$checks_rc"
 
 tree_changed=0
 if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
@@ -229,8 +359,14 @@ if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
 fi
 
 echo
+echo "test.sh times (seconds; the two lanes run at once):"
+sed 's/^\([0-9]*\)|\(.*\)$/  \1\t\2/' "$times_file" | awk -F'\t' '{printf "  %5d  %s\n", $1, $2}'
+echo "  $SECONDS  in all"
+echo
 echo "test.sh summary:"
-printf '  %s\n' "${summary[@]}"
+passed=$(grep -c '^ok ' "$summary_file")
+failed=$(grep -c '^FAIL ' "$summary_file")
+sed 's/^/  /' "$summary_file"
 if [[ $checks_failed != 0 ]]; then
   echo "  FAIL  checks (versions, links, README commands, exercises, diagrams or macOS vet: see above)"
 fi
