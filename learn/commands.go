@@ -71,6 +71,9 @@ func cmdList(ctx context.Context, u *ui, root string, labs []*Lab, noRun bool) i
 			u.start(fmt.Sprintf("lab %s: running the exercises' tests", lab.Num))
 			results, err := runTests(ctx, lab, quickTests(lab.Exercises, false), testRun{exercise: true, timeout: testTimeout, ui: u})
 			u.done()
+			if ctx.Err() != nil {
+				return interruptedCmd(u)
+			}
 			if err != nil {
 				fmt.Fprintln(u.err, "labs:", err)
 				return 1
@@ -123,6 +126,9 @@ func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 	u.start(fmt.Sprintf("lab %s: %d test(s), %s", lab.Num, len(refs), strings.SplitN(mode, " (", 2)[0]))
 	results, err := runTests(ctx, lab, refs, testRun{exercise: !solution, timeout: testTimeout, ui: u})
 	u.done()
+	if ctx.Err() != nil {
+		return interruptedCmd(u)
+	}
 	if err != nil {
 		fmt.Fprintln(u.err, "labs:", err)
 		return 1

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -105,7 +104,7 @@ func runTests(ctx context.Context, lab *Lab, refs []TestRef, run testRun) ([]Tes
 			args = append(args, "-timeout", run.timeout.String())
 		}
 		args = append(args, g.pkgs...)
-		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd := groupCommand(ctx, "go", args...)
 		cmd.Dir = lab.Dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -222,7 +221,7 @@ func runPackage(ctx context.Context, lab *Lab, pkg, skip string, u *ui) ([]TestR
 	if skip != "" {
 		args = append(args, "-skip", skip)
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd := groupCommand(ctx, "go", append(args, pkg)...)
 	cmd.Dir = lab.Dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -33,8 +33,10 @@ import (
 func main() {
 	// SIGPIPE: our output was closed (`scripts/labs run 05 | head`). Caught,
 	// it ends the command through ctx, which stops a demo's background
-	// commands; uncaught, it would kill us and leave them running.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	// commands; uncaught, it would kill us and leave them running. SIGHUP,
+	// the terminal closed, likewise: our children run in process groups of
+	// their own (stop.go), which the terminal's hang-up does not reach.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGHUP)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -192,7 +194,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return cmdTrace(ctx, u, root, pos)
 	case "view":
-		return cmdView(u, root, pos)
+		return cmdView(ctx, u, root, pos)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -46,6 +45,9 @@ func cmdRun(ctx context.Context, u *ui, root string, lab *Lab) int {
 		u.start("starting the embedded cluster (scripts/cluster-up.sh; the first build of labcluster takes minutes)")
 		err := runLogged(ctx, root, log, "scripts/cluster-up.sh")
 		u.done()
+		if ctx.Err() != nil {
+			return interruptedCmd(u) // its group was stopped with it; no demo step ran yet
+		}
 		if err != nil {
 			fmt.Fprintf(u.err, "labs: scripts/cluster-up.sh failed (%v); its output is in %s\n", err, log)
 			return 1
@@ -171,13 +173,15 @@ func clusterAnswers(ctx context.Context, root, kubeconfig string) bool {
 	return cmd.Run() == nil
 }
 
+// runLogged runs a script (cluster-up.sh: it builds labcluster and starts
+// it) with its output in log; when ctx ends, its whole group is stopped.
 func runLogged(ctx context.Context, dir, log string, name string, args ...string) error {
 	f, err := os.Create(log)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := groupCommand(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
 	return cmd.Run()
@@ -200,16 +204,19 @@ func waitForOutput(ctx context.Context, file, pattern string, timeout time.Durat
 }
 
 // cmdView builds learn/view (its own main package, like trace) and runs it
-// in the foreground until it exits. Ctrl-C reaches it directly (it is in the
-// terminal's foreground group, like this command), and it stops the whole
-// stack; this command only waits for it and passes its status on.
-func cmdView(u *ui, root string, args []string) int {
+// in the foreground until it exits; it passes the view's status on. The
+// view stops its whole stack (one process) on SIGINT or SIGTERM, and says
+// "view: stopped".
+func cmdView(ctx context.Context, u *ui, root string, args []string) int {
 	bin := filepath.Join(root, ".cluster", "bin", "view")
 	u.start("building the live view (the first run compiles the labs)")
-	build := exec.Command("go", "build", "-o", bin, "./learn/view")
+	build := groupCommand(ctx, "go", "build", "-o", bin, "./learn/view")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	u.done()
+	if ctx.Err() != nil {
+		return interruptedCmd(u)
+	}
 	if err != nil {
 		fmt.Fprintf(u.err, "%slabs: building the view failed: %v\n", out, err)
 		return 1
@@ -219,7 +226,7 @@ func cmdView(u *ui, root string, args []string) int {
 	// one with -kubeconfig (or none, with -kubeconfig=).
 	if !hasFlag(args, "kubeconfig") {
 		found, err := clusterstate.Discover(root, func(kc string) error {
-			if !clusterAnswers(context.Background(), root, kc) {
+			if !clusterAnswers(ctx, root, kc) {
 				return errors.New("it does not answer")
 			}
 			return nil
@@ -233,19 +240,30 @@ func cmdView(u *ui, root string, args []string) int {
 			args = append([]string{"-kubeconfig", found.Kubeconfig}, args...)
 		}
 	}
-	signal.Ignore(os.Interrupt, syscall.SIGTERM) // the view handles them; we wait for it
-	cmd := exec.Command(bin, args...)
+	// The view stays in our process group, in a terminal the foreground
+	// one, which Ctrl-C reaches: the view gets it directly. A signal sent
+	// to labs alone (kill PID) does not reach it: when one ends ctx, the
+	// view gets a SIGINT from us, once. After a Ctrl-C it has its own
+	// already, and it swallows ours until it exits (view's main), so it
+	// still stops cleanly.
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.Dir = root
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, u.out, u.err
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() > 0 {
-			return exit.ExitCode()
-		}
+	err = cmd.Run()
+	switch {
+	case cmd.ProcessState == nil && ctx.Err() != nil: // stopped before the view started
+		return interruptedCmd(u)
+	case cmd.ProcessState == nil:
 		fmt.Fprintf(u.err, "labs: view: %v\n", err)
 		return 1
+	case cmd.ProcessState.ExitCode() < 0: // killed by a signal it does not handle
+		fmt.Fprintf(u.err, "labs: view: %v\n", cmd.ProcessState)
+		return 1
 	}
-	return 0
+	// Once signalled the view stops cleanly with status 0, as after Ctrl-C:
+	// stopping it is how a learner ends `labs view`.
+	return cmd.ProcessState.ExitCode()
 }
 
 // hasFlag reports whether args set -name or --name (with or without =value).
@@ -267,13 +285,16 @@ func hasFlag(args []string, name string) bool {
 func cmdTrace(ctx context.Context, u *ui, root string, args []string) int {
 	out := filepath.Join(root, ".cluster", "trace")
 	u.start("tracing one ConfigMap write through every layer (the first run compiles the labs)")
-	cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./learn/trace", "-out", out}, args...)...)
+	cmd := groupCommand(ctx, "go", append([]string{"run", "./learn/trace", "-out", out}, args...)...)
 	cmd.Dir = root
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	output, err := cmd.Output()
 	u.done()
 	u.printf("%s", output)
+	if ctx.Err() != nil {
+		return interruptedCmd(u)
+	}
 	if err != nil {
 		// The embedded etcd logs its shutdown on stderr; show it only when
 		// something failed.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -43,10 +42,13 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 		}
 		// Exercise mode must build and vet cleanly, every package of the lab.
 		u.start(fmt.Sprintf("lab %s: go vet -tags exercise ./...", lab.Num))
-		vet := exec.CommandContext(ctx, "go", "vet", "-tags", "exercise", "./...")
+		vet := groupCommand(ctx, "go", "vet", "-tags", "exercise", "./...")
 		vet.Dir = lab.Dir
 		out, err := vet.CombinedOutput()
 		u.done()
+		if ctx.Err() != nil {
+			return interruptedCmd(u)
+		}
 		if err != nil {
 			u.printf("lab %s\n", lab.Num)
 			fail("go vet -tags exercise ./... fails:\n%s", indent(string(out)))
@@ -79,6 +81,9 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 		u.start(fmt.Sprintf("lab %s: the exercises' tests, exercise mode as shipped", lab.Num))
 		shipped, err := runTests(ctx, lab, refsAll, testRun{exercise: true, timeout: testTimeout, ui: u})
 		u.done()
+		if ctx.Err() != nil {
+			return interruptedCmd(u)
+		}
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -86,6 +91,9 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 		u.start(fmt.Sprintf("lab %s: the exercises' tests, solution mode", lab.Num))
 		solved, err := runTests(ctx, lab, refsAll, testRun{timeout: testTimeout, ui: u})
 		u.done()
+		if ctx.Err() != nil {
+			return interruptedCmd(u)
+		}
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -118,6 +126,9 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 			res, err = runTests(ctx, lab, quickTests([]Exercise{*ex}, withCluster), testRun{exercise: true, overlay: overlay, timeout: testTimeout, ui: u})
 			u.done()
 			cleanup()
+			if ctx.Err() != nil {
+				return interruptedCmd(u)
+			}
 			switch {
 			case err != nil:
 				fail("%v", err)
@@ -136,6 +147,9 @@ func cmdVerify(ctx context.Context, u *ui, labs []*Lab, only *Exercise, withClus
 		}
 		if full && only == nil {
 			failures += verifyFull(ctx, u, lab)
+			if ctx.Err() != nil {
+				return interruptedCmd(u)
+			}
 		}
 	}
 	if failures > 0 {
@@ -224,6 +238,9 @@ func verifyFull(ctx context.Context, u *ui, lab *Lab) int {
 	u.start(fmt.Sprintf("lab %s: which test binaries the exercise tag changes", lab.Num))
 	affected, same, err := tagAffectedPackages(ctx, lab)
 	u.done()
+	if ctx.Err() != nil {
+		return 0 // cmdVerify says it was interrupted
+	}
 	if err != nil {
 		u.printf("  %s %v\n", u.red("FAIL"), err)
 		return 1
@@ -247,6 +264,9 @@ func verifyFull(ctx context.Context, u *ui, lab *Lab) int {
 		u.start(fmt.Sprintf("lab %s %s: every other test, exercise mode", lab.Num, pkg))
 		res, err := runPackage(ctx, lab, pkg, strings.Join(skip, "|"), u)
 		u.done()
+		if ctx.Err() != nil {
+			return problems // cmdVerify says it was interrupted
+		}
 		if err != nil {
 			problems++
 			u.printf("  %s %s: %v\n", u.red("FAIL"), pkg, err)
@@ -299,7 +319,7 @@ func tagAffectedPackages(ctx context.Context, lab *Lab) (affected, same []string
 	dirs := map[string]string{}
 	for _, tags := range [][]string{nil, {"-tags", "exercise"}} {
 		args := append([]string{"list", "-e", "-json=ImportPath,Dir,Module,Deps,ForTest", "-test", "-deps"}, tags...)
-		cmd := exec.CommandContext(ctx, "go", append(args, "./...")...)
+		cmd := groupCommand(ctx, "go", append(args, "./...")...)
 		cmd.Dir = lab.Dir
 		out, err := cmd.Output()
 		if err != nil {
@@ -335,7 +355,7 @@ func tagAffectedPackages(ctx context.Context, lab *Lab) (affected, same []string
 			return nil, nil, err
 		}
 	}
-	list := exec.CommandContext(ctx, "go", "list", "./...")
+	list := groupCommand(ctx, "go", "list", "./...")
 	list.Dir = lab.Dir
 	out, err := list.Output()
 	if err != nil {

@@ -21,54 +21,8 @@ import (
 // page answers, and Ctrl-C stops everything: exit 0, "view: stopped", and
 // no view process left. (TestViewInABrowser, in learn/view, drives the page.)
 func TestLabsViewServesThenStopsOnCtrlC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the whole stack")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(root, "scripts", "labs"), "view")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "LABS_ROOT=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	urlLine := regexp.MustCompile(`^view: open (http://127\.0\.0\.1:[0-9]+/) \(Ctrl-C stops everything\)$`)
-	var url string
-	var seen []string
-	deadline := time.After(5 * time.Minute) // the first run compiles the labs
-	for url == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("labs view ended before printing its URL:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
-			}
-			seen = append(seen, l)
-			if m := urlLine.FindStringSubmatch(l); m != nil {
-				url = m[1]
-			}
-		case <-deadline:
-			t.Fatalf("no URL after 5 minutes:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
-		}
-	}
+	v := startLabsView(t)
+	cmd, url, seen, lines, stderr := v.cmd, v.url, v.seen, v.lines, v.stderr
 	// It says whether the real cluster is beside the course's stack: the
 	// one that is up, by the course's rule, or none.
 	saidCluster := false
@@ -122,4 +76,68 @@ func TestLabsViewServesThenStopsOnCtrlC(t *testing.T) {
 	if _, err := http.Get(url); err == nil {
 		t.Errorf("%s still answers after Ctrl-C", url)
 	}
+}
+
+// labsView is `scripts/labs view` started as the README shows it, from the
+// repository root, in its own process group (a terminal's foreground job),
+// once it serves its page.
+type labsView struct {
+	cmd    *exec.Cmd
+	root   string
+	url    string
+	seen   []string    // its output up to the line with the URL
+	lines  chan string // its output after that line; closed at the end
+	stderr *strings.Builder
+}
+
+// startLabsView starts scripts/labs view and waits, with a deadline, until
+// it prints its page's URL; a cleanup kills its process group.
+func startLabsView(t *testing.T) *labsView {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts the whole stack")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "scripts", "labs"), "view")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "LABS_ROOT=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &labsView{cmd: cmd, root: root, lines: make(chan string, 100), stderr: &strings.Builder{}}
+	cmd.Stderr = v.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+
+	go func() {
+		defer close(v.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			v.lines <- sc.Text()
+		}
+	}()
+	urlLine := regexp.MustCompile(`^view: open (http://127\.0\.0\.1:[0-9]+/) \(Ctrl-C stops everything\)$`)
+	deadline := time.After(5 * time.Minute) // the first run compiles the labs
+	for v.url == "" {
+		select {
+		case l, ok := <-v.lines:
+			if !ok {
+				t.Fatalf("labs view ended before printing its URL:\n%s\n%s", strings.Join(v.seen, "\n"), v.stderr.String())
+			}
+			v.seen = append(v.seen, l)
+			if m := urlLine.FindStringSubmatch(l); m != nil {
+				v.url = m[1]
+			}
+		case <-deadline:
+			t.Fatalf("no URL after 5 minutes:\n%s\n%s", strings.Join(v.seen, "\n"), v.stderr.String())
+		}
+	}
+	return v
 }

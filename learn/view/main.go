@@ -28,10 +28,11 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// The signals stay caught until we exit: a second SIGINT or SIGTERM
+	// while the stack stops is swallowed, not fatal. After a Ctrl-C in a
+	// terminal, scripts/labs view passes on the SIGINT it got as well.
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // Main runs the view until ctx ends; it returns the exit code.
