@@ -68,17 +68,24 @@ func TestInterruptedTestShLeavesNothing(t *testing.T) {
 	cmd.Env = append(env, "TMPDIR="+tmp)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// Its own process group, only so that a failing test can kill it all.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// In this test binary's process group: should the binary itself be
+	// interrupted, test.sh gets the signal too and cleans up after itself.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	killed := false
+	ended := false
 	defer func() {
-		if !killed {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if ended {
+			return
+		}
+		// The test failed early: let test.sh clean up, then make sure.
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
 			<-exited
 		}
 	}()
@@ -119,7 +126,7 @@ func TestInterruptedTestShLeavesNothing(t *testing.T) {
 	syscall.Kill(cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case err = <-exited:
-		killed = true
+		ended = true
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("test.sh still runs 3 minutes after SIGINT\n%s", out.String())
 	}

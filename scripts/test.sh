@@ -94,29 +94,43 @@ git -C "$root" rev-parse --git-dir >/dev/null 2>&1 && in_git=1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-sh.XXXXXX")
 times_file=$tmp/times
 
-# stop_lane PID: a lane is a process group of its own (set -m below). SIGINT
-# to the group is what a terminal's Ctrl-C would send: go test passes it to
-# the test binary, and the README check stops its clusters and its command
-# before it exits. A lane still there after 90 s is killed, and so is
-# anything of its group that outlived it.
-stop_lane() {
-  local pid=$1 i
-  [[ -n $pid ]] || return 0
-  kill -INT -- "-$pid" 2>/dev/null || return 0
+# stop_lanes: each lane is a process group of its own (set -m below). First
+# $tmp/stopping, which a lane reads before its next step or module (bash runs
+# a background job with SIGINT ignored, so a lane's own shell does not stop
+# on it); then SIGINT to both groups, what a terminal's Ctrl-C would send: go
+# test waits for its test binary, which stops what it started (the README
+# check its clusters and its command, labkit a cluster of its own). What
+# still runs 30 s later gets SIGTERM, at 90 s SIGKILL, and so does anything
+# of a group that outlived its lane.
+stop_lanes() {
+  local pids=() pid i alive
+  for pid in "$modules_pid" "$checks_pid"; do
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  modules_pid="" checks_pid=""
+  ((${#pids[@]})) || return 0
+  : >"$tmp/stopping"
+  for pid in "${pids[@]}"; do kill -INT -- "-$pid" 2>/dev/null; done
   for ((i = 0; i < 900; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    if ((i == 300)); then
+      for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
+    fi
     sleep 0.1
   done
-  kill -KILL -- "-$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  for pid in "${pids[@]}"; do
+    kill -KILL -- "-$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
   return 0
 }
 # On exit: stop whatever lane still runs, then the cluster we started, and
 # remove the run's files. On Ctrl-C or SIGTERM: the same, said, and exit 130.
 started="" checks_pid="" modules_pid=""
 cleanup() {
-  stop_lane "$modules_pid"
-  stop_lane "$checks_pid"
+  stop_lanes
   [[ -n $started ]] && { "$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"; }
   rm -rf "$tmp"
 }
@@ -124,18 +138,17 @@ interrupted() {
   trap '' INT TERM
   echo
   echo "test.sh: interrupted; stopping the modules lane, the checks lane (the README check stops its clusters and the command it runs) and the cluster test.sh started"
-  local what=()
+  local what=() log=${checks_log:-}
   [[ -n $modules_pid ]] && what+=("the modules lane")
   [[ -n $checks_pid ]] && what+=("the checks lane")
   [[ -n $started ]] && what+=("test.sh's cluster")
-  stop_lane "$modules_pid"
-  stop_lane "$checks_pid"
-  if [[ -n $checks_pid && -s ${checks_log:-} ]]; then
+  stop_lanes
+  if [[ -s $log ]]; then
     echo "test.sh: the checks lane's last lines:"
-    tail -n 8 "$checks_log" | sed 's/^/  /'
+    tail -n 8 "$log" | sed 's/^/  /'
   fi
   cleanup
-  modules_pid="" checks_pid="" started=""
+  started=""
   what+=("its temporary files")
   local IFS=,
   echo "test.sh: interrupted; stopped ${what[*]}" | sed 's/,/, /g'
@@ -204,7 +217,7 @@ esac
 # cluster/ is built with GOWORK=off (pinned by its own go.mod), so it need
 # not be in go.work; it is tested all the same.
 modules=$(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work)
-grep -qx cluster <<<"$modules" || modules="cluster $modules"
+grep -qx cluster <<<"$modules" || modules=$(printf 'cluster\n%s\n' "$modules")
 
 # The fuzzer keeps every input it found interesting in $GOCACHE/fuzz and
 # replays them all before it starts: left alone, a target's corpus grows run
@@ -235,11 +248,11 @@ readme_args=(-readmes)
 [[ -n $readmes_only ]] && readme_args+=(-readme "$readmes_only")
 set -m # each lane gets its own process group, so an interrupt can stop all of it
 (
-  trap 'exit 130' INT TERM
   rc=0
   step() {
     local label=$1 t=$SECONDS
     shift
+    [[ -e $tmp/stopping ]] && exit 130
     echo "test.sh: $label"
     "$@" || rc=1
     took $((SECONDS - t)) "checks: $label"
@@ -310,23 +323,71 @@ module_checks() {
 }
 summary_file=$tmp/summary
 : >"$summary_file"
+# The modules run $jobs at a time (MODULE_JOBS, default 2): most of a
+# module's test time is spent waiting on a server or a timeout, so two
+# overlap well on two cores. Longest first, so that no long one starts last;
+# a module not named here runs after these. Each worker takes the next module
+# from $tmp/queue by renaming it into $tmp/running (a rename is atomic, so
+# no two take the same), runs it into a log of its own, and prints that log
+# whole when the module is done, so two modules' lines never interleave.
+jobs=${MODULE_JOBS:-2}
+longest_first="learn labs/04-cacher labs/05-informer labs/03-watchserver robustness labkit labs/02-listwatcher cluster labs/01-watch-curl clusterstate"
+mkdir -p "$tmp/queue" "$tmp/running"
+n=0
+for m in $longest_first $modules; do
+  grep -qx "$m" <<<"$modules" || continue
+  [[ -n $(grep -lx "$m" "$tmp/queue"/* 2>/dev/null) ]] && continue
+  n=$((n + 1))
+  echo "$m" >"$tmp/queue/$(printf '%03d' "$n")"
+done
+modules_worker() {
+  local f m start status
+  while :; do
+    [[ -e $tmp/stopping ]] && return 130
+    f=$(ls "$tmp/queue" | head -n 1)
+    [[ -n $f ]] || return 0
+    mv "$tmp/queue/$f" "$tmp/running/$f" 2>/dev/null || continue
+    m=$(cat "$tmp/running/$f")
+    echo "$SECONDS" >"$tmp/running/$f.start"
+    start=$SECONDS
+    status=ok
+    (module_checks "$m") >"$tmp/module-$f.log" 2>&1 </dev/null || status=FAIL
+    until mkdir "$tmp/print.lock" 2>/dev/null; do sleep 0.1; done
+    echo "test.sh: === $m: $status ($((SECONDS - start))s)"
+    cat "$tmp/module-$f.log"
+    rmdir "$tmp/print.lock"
+    printf '%-5s %s (%ds)\n' "$status" "$m" $((SECONDS - start)) >>"$summary_file"
+    took $((SECONDS - start)) "modules: $m"
+    rm -f "$tmp/running/$f" "$tmp/running/$f.start" "$tmp/module-$f.log"
+  done
+}
 if [[ -z $readmes_only ]]; then
+  echo "test.sh: the modules, $jobs at a time, each one's output when it is done: gofmt, go mod tidy, go vet, staticcheck, go test${race:+ $race}, fuzz, benchmarks once"
   set -m
   (
-    trap 'exit 130' INT TERM
-    for m in $modules; do
-      start=$SECONDS
-      echo "test.sh: === $m"
-      if (module_checks "$m") 2>&1; then
-        echo "ok    $m ($((SECONDS - start))s)" >>"$summary_file"
-      else
-        echo "FAIL  $m ($((SECONDS - start))s)" >>"$summary_file"
-      fi
-      took $((SECONDS - start)) "modules: $m"
+    set +m # the workers stay in the lane's process group
+    for ((w = 0; w < jobs; w++)); do
+      modules_worker &
     done
+    wait
   ) </dev/null &
   modules_pid=$!
   set +m
+  # A line a minute naming what runs, so a long module (or the first,
+  # compiling for minutes on a new machine) is not mistaken for a hang.
+  last=$SECONDS
+  while kill -0 "$modules_pid" 2>/dev/null; do
+    sleep 1
+    if ((SECONDS - last >= 60)); then
+      last=$SECONDS
+      running=""
+      for f in "$tmp/running"/*.start; do
+        [[ -e $f ]] || continue
+        running+=" $(cat "${f%.start}") ($((SECONDS - $(cat "$f")))s),"
+      done
+      [[ -n $running ]] && echo "test.sh: running:${running%,}"
+    fi
+  done
   wait "$modules_pid"
   modules_pid=""
 fi
