@@ -100,7 +100,7 @@ func TestInterruptedTestShLeavesNothing(t *testing.T) {
 			return false, fmt.Errorf("test.sh ended (%v) before its README check ran a command", err)
 		default:
 		}
-		// test.sh names the checks lane's log; the check logs each command
+		// test.sh names the README check's log; the check logs each command
 		// it ran ("README.md:44: ran scripts/cluster-up.sh").
 		m := checksLogRE.FindStringSubmatch(out.String())
 		if m == nil {
@@ -160,7 +160,7 @@ func TestInterruptedTestShLeavesNothing(t *testing.T) {
 	}
 }
 
-var checksLogRE = regexp.MustCompile(`their log: (\S+checks\.log)`)
+var checksLogRE = regexp.MustCompile(`their logs: (\S+readme\.log)`)
 
 // A proc is a live process seen in /proc.
 type proc struct {

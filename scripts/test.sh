@@ -104,10 +104,10 @@ times_file=$tmp/times
 # of a group that outlived its lane.
 stop_lanes() {
   local pids=() pid i alive
-  for pid in "$modules_pid" "$checks_pid"; do
+  for pid in "$modules_pid" "$readme_pid" "$checks_pid"; do
     [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && pids+=("$pid")
   done
-  modules_pid="" checks_pid=""
+  modules_pid="" readme_pid="" checks_pid=""
   ((${#pids[@]})) || return 0
   : >"$tmp/stopping"
   for pid in "${pids[@]}"; do kill -INT -- "-$pid" 2>/dev/null; done
@@ -128,7 +128,7 @@ stop_lanes() {
 }
 # On exit: stop whatever lane still runs, then the cluster we started, and
 # remove the run's files. On Ctrl-C or SIGTERM: the same, said, and exit 130.
-started="" checks_pid="" modules_pid=""
+started="" modules_pid="" readme_pid="" checks_pid=""
 cleanup() {
   stop_lanes
   [[ -n $started ]] && { "$labcluster" down --dir "$started" >/dev/null; rm -rf "$started"; }
@@ -137,16 +137,19 @@ cleanup() {
 interrupted() {
   trap '' INT TERM
   echo
-  echo "test.sh: interrupted; stopping the modules lane, the checks lane (the README check stops its clusters and the command it runs) and the cluster test.sh started"
-  local what=() log=${checks_log:-}
+  echo "test.sh: interrupted; stopping the modules lane, the README check (it stops its clusters and the command it runs), the checks lane and the cluster test.sh started"
+  local what=() log
   [[ -n $modules_pid ]] && what+=("the modules lane")
+  [[ -n $readme_pid ]] && what+=("the README check")
   [[ -n $checks_pid ]] && what+=("the checks lane")
   [[ -n $started ]] && what+=("test.sh's cluster")
   stop_lanes
-  if [[ -s $log ]]; then
-    echo "test.sh: the checks lane's last lines:"
-    tail -n 8 "$log" | sed 's/^/  /'
-  fi
+  for log in "$tmp/readme.log" "$tmp/checks.log"; do
+    if [[ -s $log ]]; then
+      echo "test.sh: the last lines of $(basename "$log"):"
+      tail -n 6 "$log" | sed 's/^/  /'
+    fi
+  done
   cleanup
   started=""
   what+=("its temporary files")
@@ -234,49 +237,59 @@ if [[ -d $fuzzcache ]]; then
   done < <(find "$fuzzcache" -type d -name 'Fuzz*')
 fi
 
-# The checks lane: the course's own promises, each checked the way a learner
-# would meet it: every command a README shows, run as written with the output
-# it shows (labkit's TestREADMECommands, each README in its own copy of the
-# checkout with its own cluster, several at once); every exercise fails as
-# shipped, passes solved, and in exercise mode only the exercises' tests fail;
-# every mermaid diagram renders; every module type-checks for macOS (and vets
-# there, all but cluster/). It runs beside the modules lane and reports in its
-# log, printed when the modules are done.
-checks_log=$tmp/checks.log
-checks_rc=$tmp/checks.rc
+# The checks: the course's own promises, each checked the way a learner
+# would meet it, in two lanes beside the modules lane (each mostly waits: on
+# a server, a timeout, a compile), each with a log printed when the modules
+# are done:
+#   - the README lane: every command a README shows, run as written with the
+#     output it shows (labkit's TestREADMECommands, each README in its own
+#     copy of the checkout with its own cluster, three at once);
+#   - the checks lane: every exercise fails as shipped, passes solved, and in
+#     exercise mode only the exercises' tests fail; every mermaid diagram
+#     renders; every module type-checks for macOS (and vets there, all but
+#     cluster/); the kind node image's modules are tidy.
 readme_args=(-readmes)
 [[ -n $readmes_only ]] && readme_args+=(-readme "$readmes_only")
-set -m # each lane gets its own process group, so an interrupt can stop all of it
-(
+# step LABEL COMMAND...: one check of a lane, timed; a lane's status goes to
+# $tmp/LANE.rc when it ends.
+step() {
+  local label=$1 t=$SECONDS
+  shift
+  [[ -e $tmp/stopping ]] && exit 130
+  echo "test.sh: $label"
+  "$@" || rc=1
+  took $((SECONDS - t)) "checks: $label"
+}
+readme_lane() {
   rc=0
-  step() {
-    local label=$1 t=$SECONDS
-    shift
-    [[ -e $tmp/stopping ]] && exit 130
-    echo "test.sh: $label"
-    "$@" || rc=1
-    took $((SECONDS - t)) "checks: $label"
-  }
   step "every command the READMEs show, run as written (labkit TestREADMECommands)" \
     bash -c 'cd "$1/labkit" && shift && go test -v -count=1 -timeout 40m -run "^TestREADMECommands\$" . -args "$@"' _ "$root" "${readme_args[@]}"
-  if [[ -z $readmes_only ]]; then
-    step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
-      "$root/scripts/check-exercises.sh" --full
-    step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
-    # Learners use macOS as often as Linux: every module must type-check
-    # there (and vet: all but cluster/, which cross-build.sh says why).
-    step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
-    # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
-    # modules outside go.work with no code of their own; they too must be
-    # tidy on their own. (What versions they pin, cluster/kindpath tests.)
-    step "the kind node image's modules are tidy on their own (kindnode/*: GOWORK=off go mod tidy -diff)" \
-      bash -c 'for m in "$1"/kindnode/*/; do (cd "$m" && GOWORK=off go mod tidy -diff) || { echo "kindnode/$(basename "$m") is not tidy (run: cd kindnode/$(basename "$m") && GOWORK=off go mod tidy)"; exit 1; }; done' _ "$root"
-  fi
-  echo "$rc" >"$checks_rc"
-) >"$checks_log" 2>&1 </dev/null &
-checks_pid=$!
+  echo "$rc" >"$tmp/readme.rc"
+}
+checks_lane() {
+  rc=0
+  step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full)" \
+    "$root/scripts/check-exercises.sh" --full
+  step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
+  # Learners use macOS as often as Linux: every module must type-check
+  # there (and vet: all but cluster/, which cross-build.sh says why).
+  step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
+  # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
+  # modules outside go.work with no code of their own; they too must be
+  # tidy on their own. (What versions they pin, cluster/kindpath tests.)
+  step "the kind node image's modules are tidy on their own (kindnode/*: GOWORK=off go mod tidy -diff)" \
+    bash -c 'for m in "$1"/kindnode/*/; do (cd "$m" && GOWORK=off go mod tidy -diff) || { echo "kindnode/$(basename "$m") is not tidy (run: cd kindnode/$(basename "$m") && GOWORK=off go mod tidy)"; exit 1; }; done' _ "$root"
+  echo "$rc" >"$tmp/checks.rc"
+}
+set -m # each lane gets its own process group, so an interrupt can stop all of it
+(readme_lane) >"$tmp/readme.log" 2>&1 </dev/null &
+readme_pid=$!
+if [[ -z $readmes_only ]]; then
+  (checks_lane) >"$tmp/checks.log" 2>&1 </dev/null &
+  checks_pid=$!
+fi
 set +m
-echo "test.sh: the README, exercise, diagram and macOS checks run alongside the modules (their log: $checks_log, printed at the end)"
+echo "test.sh: the README check, and the exercise, diagram and macOS checks, run alongside the modules (their logs: $tmp/readme.log, $tmp/checks.log, printed at the end)"
 
 # The modules lane: each module in turn, its output streaming as it comes
 # (the first run compiles for minutes, and a silent terminal looks like a
@@ -393,23 +406,32 @@ if [[ -z $readmes_only ]]; then
 fi
 
 echo "test.sh: modules done; the checks that ran alongside:"
-# Their log so far, then the rest as it comes, until the lane ends (a
-# portable tail -f --pid: macOS's tail has no --pid).
-offset=0
-while :; do
-  alive=0
-  kill -0 "$checks_pid" 2>/dev/null && alive=1
-  size=$(wc -c <"$checks_log")
-  if ((size > offset)); then
-    tail -c +$((offset + 1)) "$checks_log" | head -c $((size - offset))
-    offset=$size
-  fi
-  ((alive)) || break
-  sleep 1
-done
-wait "$checks_pid"
-checks_pid=""
-[[ $(cat "$checks_rc" 2>/dev/null) == 0 ]] || checks_failed=1
+# follow LOG PID: the log so far, then the rest as it comes, until the lane
+# ends (a portable tail -f --pid: macOS's tail has no --pid).
+follow() {
+  local log=$1 pid=$2 offset=0 alive size
+  [[ -n $pid ]] || return 0
+  while :; do
+    alive=0
+    kill -0 "$pid" 2>/dev/null && alive=1
+    size=$(wc -c <"$log")
+    if ((size > offset)); then
+      tail -c +$((offset + 1)) "$log" | head -c $((size - offset))
+      offset=$size
+    fi
+    ((alive)) || break
+    sleep 1
+  done
+  wait "$pid"
+}
+follow "$tmp/readme.log" "$readme_pid"
+readme_pid=""
+[[ $(cat "$tmp/readme.rc" 2>/dev/null) == 0 ]] || checks_failed=1
+if [[ -z $readmes_only ]]; then
+  follow "$tmp/checks.log" "$checks_pid"
+  checks_pid=""
+  [[ $(cat "$tmp/checks.rc" 2>/dev/null) == 0 ]] || checks_failed=1
+fi
 
 tree_changed=0
 if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
