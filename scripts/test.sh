@@ -5,20 +5,24 @@
 # one for the run and stops it at the end.
 #
 # What it runs: the version and link checks (scripts/check-versions.sh,
-# scripts/check-links.sh); then two lanes at once, since most tests wait on a
-# server and one lane leaves half of a 2-core machine idle:
-#   - the modules, one after another: gofmt -l, go mod tidy -diff (on its own
-#     with GOWORK=off, and in the workspace), go vet (both ways), staticcheck
-#     (go tool staticcheck; not cluster/), go test -race (RACE=0 leaves the
-#     race detector out, for a quicker run; cluster/ never has it), every fuzz
-#     target for FUZZTIME (default 10s), every benchmark once (-benchtime=1x)
-#     so none rots. Their output streams as it comes.
-#   - the course's checks: every README command as written, every exercise
-#     (scripts/check-exercises.sh --full), every diagram, the darwin
-#     type-check of every module (scripts/cross-build.sh: go vet, and
-#     cluster/internal/portcheck for cluster/), and go mod tidy -diff of the
-#     kind node image's modules (kindnode/*). Their output is
-#     kept in a log and printed when the modules are done.
+# scripts/check-links.sh); every module's dependencies downloaded up front;
+# then three lanes at once, since most tests wait on a server or a timeout
+# and one lane leaves most of a 2-core machine idle:
+#   - the modules, two at a time (MODULE_JOBS), longest first: gofmt -l, go
+#     mod tidy -diff (on its own with GOWORK=off, and in the workspace), go
+#     vet (both ways), staticcheck (go tool staticcheck; not cluster/), go
+#     test -race (RACE=0 leaves the race detector out, for a quicker run;
+#     cluster/ never has it), every fuzz target for FUZZTIME (default 10s),
+#     every benchmark once (-benchtime=1x) so none rots. Each module's output
+#     is printed when it is done, and a line a minute names what runs.
+#   - the README check: every README command as written, each README in a
+#     copy of the checkout with a cluster of its own, three at once.
+#   - the other course checks: every exercise (scripts/check-exercises.sh
+#     --full), every diagram, the darwin type-check of every module
+#     (scripts/cross-build.sh), and go mod tidy -diff of the kind node
+#     image's modules (kindnode/*).
+# The two check lanes keep logs, printed when the modules are done. A table
+# of what took how long ends the run.
 # At the end it fails if the run changed any file of the checkout (a go.sum a
 # go command tidied, say): a test run must leave the tree as it found it.
 # Speed is measured with go test -bench and benchstat by hand, never here.
@@ -272,7 +276,7 @@ checks_lane() {
     "$root/scripts/check-exercises.sh" --full
   step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
   # Learners use macOS as often as Linux: every module must type-check
-  # there (and vet: all but cluster/, which cross-build.sh says why).
+  # there (cross-build.sh says how, and what --vet adds).
   step "type-checking every module for macOS (darwin/arm64, darwin/amd64; scripts/cross-build.sh)" "$root/scripts/cross-build.sh"
   # kindnode/*: the kind node image's programs (scripts/kind-node-image.sh),
   # modules outside go.work with no code of their own; they too must be

@@ -1,6 +1,7 @@
-// Command portcheck type-checks the packages of cluster/ for another
-// platform (macOS: darwin/arm64, darwin/amd64) without compiling Kubernetes
-// for it. scripts/cross-build.sh runs it for cluster/ instead of
+// Command portcheck type-checks the packages of a module for another
+// platform (macOS: darwin/arm64, darwin/amd64) without compiling its
+// dependencies for it. scripts/cross-build.sh builds it once and runs it in
+// every module (cluster/ and each of go.work) instead of
 // `GOOS=darwin go vet ./...`.
 //
 //	cd cluster && GOWORK=off go run ./internal/portcheck [-os darwin] [-arch arm64,amd64] [packages]
