@@ -27,6 +27,7 @@ import (
 // again from the last resourceVersion it saw, which the restarted Cacher
 // (listed from the same etcd) can serve.
 func TestInformerThroughCompactionAndRestart(t *testing.T) {
+	t.Parallel() // its own miniapiserver and etcd
 	labkit.ChecksExercise(t, "cache-watcher-convert")
 	in, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", KubeconfigOut: t.TempDir() + "/mini.kubeconfig", EtcdDir: t.TempDir()})
 	if err != nil {

@@ -11,6 +11,7 @@
 package lab_test
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -21,6 +22,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The scripts and tests here spend their time waiting on servers, not
+	// computing: a watch held open to its timeout for the bookmark due 2 s
+	// before it, a restart, kube-apiserver's Cacher noticing a compaction.
+	// Each runs in its own namespace, most on a miniapiserver of its own, so
+	// they run at once (t.Parallel), and more of them than -parallel's
+	// default (GOMAXPROCS, 2 on a small machine) would let: the waits
+	// overlap. A -parallel given on the command line still wins.
+	if err := flag.Set("test.parallel", "16"); err != nil {
+		panic(err)
+	}
 	labkit.Main(m, map[string]labkit.Program{
 		"miniapiserver": miniapiservercmd.Main,
 		"informer":      labkit.ClientGoInformer,
@@ -29,6 +40,7 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs this lab's scenarios on the miniapiserver.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	// In exercise mode one-etcd-watch and node-trigger fail until
 	// cache-watcher-convert and trigger-values are written: exercises.json
 	// lists them, and RunScripts names those exercises when they fail.
@@ -46,6 +58,7 @@ func TestScripts(t *testing.T) {
 // lives in lab 03's internal package): the one script that runs it skips
 // itself on mini. `informer` is labkit.ClientGoInformer, as in lab 03.
 func TestLab03ScriptsOnMini(t *testing.T) {
+	t.Parallel()
 	labkit.RunScripts(t, "../03-watchserver/testdata/script", labkit.Options{
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
 		RunOn:   []string{minitarget.Name},
@@ -56,6 +69,7 @@ func TestLab03ScriptsOnMini(t *testing.T) {
 // Those that need a labcluster (restart, compaction) or what the
 // miniapiserver does not serve skip themselves with a condition.
 func TestLab01ScriptsOnMini(t *testing.T) {
+	t.Parallel()
 	// chunked needs lab 03's flush-when-idle (exercises.json: "03/flush-when-idle"):
 	// the miniapiserver serves through lab 03's WatchServer, and -tags
 	// exercise builds its stub too.

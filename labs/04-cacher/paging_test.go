@@ -23,15 +23,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc/grpclog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +60,33 @@ type pagingTarget struct {
 	// current one, in a way the server notices. nil: this target cannot
 	// (a real cluster that is not a labcluster: kind).
 	compact func(ctx context.Context) error
+	// shared is set on the real cluster, which every test of the package
+	// shares; a mini target is the test's own.
+	shared bool
+}
+
+// realEtcd orders the paging tests on the real cluster, which run in
+// parallel with each other and with the scripts: compacting its etcd
+// expires every continue token then in flight there, whoever holds it. A
+// test that pages through the real cluster holds it for reading (page); the
+// compaction test holds it alone (compact).
+var realEtcd sync.RWMutex
+
+// page keeps the target's etcd uncompacted until the test ends.
+func (p pagingTarget) page(t *testing.T) {
+	if p.shared {
+		realEtcd.RLock()
+		t.Cleanup(realEtcd.RUnlock)
+	}
+}
+
+// compactAlone waits until no other test pages through the target, and
+// keeps others from starting until the test ends.
+func (p pagingTarget) compactAlone(t *testing.T) {
+	if p.shared {
+		realEtcd.Lock()
+		t.Cleanup(realEtcd.Unlock)
+	}
 }
 
 // pagingTargets returns the real apiserver and a fresh miniapiserver, and a
@@ -105,7 +131,7 @@ func realTarget(t *testing.T, ns string) pagingTarget {
 	} else {
 		createRootCA(t, client, ns)
 	}
-	target := pagingTarget{name: "real", client: client}
+	target := pagingTarget{name: "real", client: client, shared: true}
 	if cluster.Dir != "" {
 		target.compact = func(ctx context.Context) error { return compactLikeKubeAPIServer(ctx, cluster.Dir) }
 	}
@@ -161,7 +187,6 @@ func compactLikeKubeAPIServer(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{st.EtcdURL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return err
@@ -299,11 +324,13 @@ func checkNames(t *testing.T, list *corev1.ConfigMapList, want []string, found i
 // (base64url JSON {"v","rv","start"}, rv the list's RV, start the key after
 // the page's last item).
 func TestChunkingReturnsChunksOfResults(t *testing.T) {
+	t.Parallel()
 	ns, targets := pagingTargets(t)
 	want := expectedNames()
 	total := len(want)
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
+			target.page(t)
 			client := target.client.CoreV1().ConfigMaps(ns)
 			ctx := t.Context()
 			seedTemplates(t, target.client, ns, numberOfTemplates)
@@ -376,6 +403,7 @@ type expiredAnswer struct {
 // ("the latest"), as upstream's `handleCompactedErrorForPaging` makes them
 // (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:77-88).
 func TestChunkingContinuesInconsistentlyAfterCompaction(t *testing.T) {
+	t.Parallel()
 	ns, targets := pagingTargets(t)
 	want := expectedNames()
 	total := len(want)
@@ -385,6 +413,7 @@ func TestChunkingContinuesInconsistentlyAfterCompaction(t *testing.T) {
 			if target.compact == nil {
 				t.Skipf("%s: the cluster is not a labcluster: the test cannot compact its etcd", target.name)
 			}
+			target.compactAlone(t)
 			client := target.client.CoreV1().ConfigMaps(ns)
 			ctx := t.Context()
 			seedTemplates(t, target.client, ns, numberOfTemplates)
@@ -519,6 +548,7 @@ func encodeToken(json string) string { return base64.RawURLEncoding.EncodeToStri
 // `DecodeContinue` (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go:346-354),
 // and the miniapiserver's Cacher calls the same function first.
 func TestBadContinueTokensAnswerAsTheRealAPIServer(t *testing.T) {
+	t.Parallel()
 	ns, targets := pagingTargets(t)
 	valid := encodeToken(`{"v":"meta.k8s.io/v1","rv":5,"start":"a\u0000"}`)
 	cases := []struct {
@@ -568,9 +598,11 @@ func TestBadContinueTokensAnswerAsTheRealAPIServer(t *testing.T) {
 // metadata.remainingItemCount 26; the continue token gives the next 5; and
 // a Table (what kubectl get asks for) carries the same paging.
 func TestListLimitFiveGivesAContinueToken(t *testing.T) {
+	t.Parallel()
 	ns, targets := pagingTargets(t)
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
+			target.page(t)
 			ctx := t.Context()
 			seedTemplates(t, target.client, ns, 30)
 			rc := target.client.CoreV1().RESTClient()
