@@ -40,6 +40,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The scripts spend their time waiting on servers, not computing: an
+	// informer backing off and relisting after its apiserver restarts, a
+	// private kube-apiserver starting, a resync period going by. Each runs in
+	// its own namespace (on mini, on a server of its own), so they run at
+	// once, and more of them than -parallel's default (GOMAXPROCS, 2 on a
+	// small machine) would let: the waits overlap. A -parallel given on the
+	// command line still wins.
+	if err := flag.Set("test.parallel", "16"); err != nil {
+		panic(err)
+	}
 	labkit.Main(m, map[string]labkit.Program{
 		"informer":   informercmd.Main,
 		"podsbynode": podsbynodecmd.Main,
@@ -59,28 +69,31 @@ func TestScripts(t *testing.T) {
 	// they fail, and none for the others.
 	opts := labkit.Options{
 		Targets: map[string]labkit.StartTarget{minitarget.Name: minitarget.Start},
-		RunOn:   []string{labkit.TargetReal, minitarget.Name},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"freshlist": cmdFreshList,
 			"converged": cmdConverged,
 			"mini":      minitarget.Cmd,
 		},
 	}
-	if minitarget.ExerciseMode {
-		// -tags exercise builds labs 03's and 04's stubs into the
-		// miniapiserver too: it would fail for exercises that are not this
-		// lab's. This lab's are checked on the real cluster; the test names
-		// stay TestScripts/real/NAME, as exercises.json gives them.
-		t.Run(labkit.TargetReal, func(t *testing.T) {
-			opts.RunOn = []string{labkit.TargetReal}
+	// One subtest per target, the two at once: each script has its own
+	// namespace (and on mini its own server), and most of their time is
+	// spent waiting on a server (TestMain says why -parallel is raised).
+	for _, target := range []string{labkit.TargetReal, minitarget.Name} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			if target == minitarget.Name && minitarget.ExerciseMode {
+				// -tags exercise builds labs 03's and 04's stubs into the
+				// miniapiserver too: it would fail for exercises that are
+				// not this lab's. This lab's are checked on the real
+				// cluster; the test names stay TestScripts/real/NAME, as
+				// exercises.json gives them.
+				t.Skip("exercise mode: not run on mini, whose miniapiserver is built from labs 03's and 04's exercise stubs; lab 05's exercises are checked on the real cluster")
+			}
+			opts := opts
+			opts.RunOn = []string{target}
 			labkit.RunScripts(t, "testdata/script", opts)
 		})
-		t.Run(minitarget.Name, func(t *testing.T) {
-			t.Skip("exercise mode: not run on mini, whose miniapiserver is built from labs 03's and 04's exercise stubs; lab 05's exercises are checked on the real cluster")
-		})
-		return
 	}
-	labkit.RunScripts(t, "testdata/script", opts)
 }
 
 // freshlist [-l SELECTOR] RESOURCE FILE: a LIST straight from the
