@@ -3,8 +3,9 @@
 //
 // It is go.etcd.io/etcd/server/v3@v3.6.8/embed, configured the way the
 // course's labcluster configures it (cluster/etcd.go): one member, loopback
-// only, plain HTTP, random free ports. Upstream's own test helper is
-// `NewUnsecuredEtcd3TestClientServer`
+// only, plain HTTP, random free ports; but with shorter raft ticks, so that
+// it is ready in tens of milliseconds, not up to a second. Upstream's own
+// test helper is `NewUnsecuredEtcd3TestClientServer`
 // (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/testing/test_server.go:38); we
 // do not use it because it needs a testing.TB and the miniapiserver has none.
 package embeddedetcd
@@ -147,6 +148,30 @@ func startOnFreePorts(dir string, fsync bool, closing *atomic.Bool) (*embed.Etcd
 		closing: closing,
 	}))
 	ec.UnsafeNoFsync = !fsync
+	// Ticks of 20 ms and an election timeout of 100 ms, not etcd's 100 ms
+	// and 1 s. A single member elects itself once its election timeout has
+	// passed, which raft draws between one and two timeouts
+	// (resetRandomizedElectionTimeout, go.etcd.io/raft/v3@v3.6.0/raft.go:2049-2051);
+	// etcd fast-forwards all but one tick of it (`advanceTicks`,
+	// go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/server.go:481-491), which
+	// leaves 1 to 10 ticks: up to a second at 100 ms, on every start and
+	// restart, and the lab's tests start dozens. Here it is 20 to 100 ms. A
+	// single member has no peer to send heartbeats to or miss them from;
+	// shorter ticks change nothing else for it. (labcluster's etcd keeps
+	// etcd's defaults.)
+	//
+	// And the backend commits every 10 ms, not 100: on a new member's first
+	// election etcd sets the cluster version, and its storage-version
+	// monitor then reads the raft term from the backend
+	// (`UnsafeDetectSchemaVersion`,
+	// go.etcd.io/etcd/server/v3@v3.6.8/storage/schema/schema.go:92-108),
+	// which only a commit writes. Elected before the first commit, it logs
+	// "failed to update storage version ... missing term information" (at
+	// error level, though it succeeds on its next round): with 100 ms
+	// commits and these ticks nearly every start did; with 10 ms, none of
+	// 120.
+	ec.TickMs, ec.ElectionMs = 20, 100
+	ec.BackendBatchInterval = 10 * time.Millisecond
 	e, err := embed.StartEtcd(ec)
 	return e, clientURL, err
 }
