@@ -186,9 +186,15 @@ func TestFanOutEveryWatcherGetsExactlyItsEvents(t *testing.T) {
 	}
 	expected := make([][]string, numWatchers)
 	total := 0
+	bySpec := map[string][]string{} // watchers with the same selection expect the same stream
 	for i, s := range specs {
-		expected[i] = expectedStream(history, e.prefix, s)
-		total += len(expected[i])
+		stream, ok := bySpec[s.String()]
+		if !ok {
+			stream = expectedStream(history, e.prefix, s)
+			bySpec[s.String()] = stream
+		}
+		expected[i] = stream
+		total += len(stream)
 	}
 	allReceived := func() bool {
 		for i, r := range results {
@@ -296,7 +302,7 @@ func expectedStream(history []historyEvent, resourcePrefix string, s watcherSpec
 		if p == nil {
 			p = h.prev
 		}
-		key := fmt.Sprintf("%s/%s/%s", resourcePrefix, p.Namespace, p.Name)
+		key := resourcePrefix + "/" + p.Namespace + "/" + p.Name
 		cur, prev := matches(h.cur, key), matches(h.prev, key)
 		switch {
 		case cur && prev:
