@@ -3,14 +3,12 @@ package robustness
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/grpclog"
 
 	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/listwatch-labs/listwatch-labs/labkit"
@@ -117,7 +115,6 @@ func (c *HACluster) EtcdFaults() map[string]func(ctx context.Context) (string, [
 // the leader serves: any other member answers ErrGRPCNotLeader
 // (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/maintenance.go:295-304).
 func (c *HACluster) moveLeader(ctx context.Context) (string, []Write, error) {
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.State.EtcdURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return "", nil, err

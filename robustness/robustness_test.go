@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/grpclog"
 )
 
 var (
@@ -55,6 +58,11 @@ func haCluster(t *testing.T) *HACluster {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// gRPC logs every closed connection as a warning (moveLeader's clients
+	// dial every member); quiet it here, before gRPC runs anything:
+	// SetLoggerV2 is not safe to call while gRPC's goroutines log (the race
+	// detector caught it when it was called from moveLeader, mid-run).
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
