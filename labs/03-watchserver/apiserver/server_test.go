@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/informers"
@@ -44,6 +45,15 @@ func startInstance(t *testing.T, cfg Config) (*Instance, *rest.Config, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last first: the test's clients let go of the server
+	// before Close. Every client-go client of restCfg shares one cached
+	// transport; an idle HTTP/2 connection left in it would make Close wait
+	// a second (net/http's http2goAwayTimeout) for the client to hang up.
+	t.Cleanup(func() {
+		if rt, err := rest.TransportFor(restCfg); err == nil {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+	})
 	return in, restCfg, cfg.KubeconfigOut
 }
 
