@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
@@ -28,31 +27,29 @@ import (
 // timeoutSeconds=6. (memstorage's TestNoPreTimeoutBookmarkUnderTwoSeconds
 // checks ours in fake time.)
 func TestNoPreTimeoutBookmarkUnderTwoSecondsBothServers(t *testing.T) {
+	t.Parallel()
 	cluster := labkit.Current()
-	lab, err := apiserver.Start(apiserver.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lab.Close()
-	labCfg, err := clientcmd.RESTConfigFromKubeConfig(lab.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab, labCfg := startLabServer(t, apiserver.Config{})
 	ns := fmt.Sprintf("bm-%d", time.Now().UnixNano())
 	if _, err := cluster.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	defer cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 
-	for _, target := range []struct {
+	targets := []struct {
 		name   string
 		server string
 		config *rest.Config
 	}{
 		{"real", cluster.Server, cluster.Config},
 		{"lab", lab.URL, labCfg},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Both watches start before either is read: their 1 s timeouts run
+	// together.
+	var watches []*http.Response
+	for _, target := range targets {
 		cms := kubernetes.NewForConfigOrDie(target.config).CoreV1().ConfigMaps(ns)
 		list, err := cms.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -68,14 +65,17 @@ func TestNoPreTimeoutBookmarkUnderTwoSecondsBothServers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer resp.Body.Close()
 		// A change the watch does not see: a bookmark would report it.
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hidden"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		watches = append(watches, resp)
+	}
+	for i, target := range targets {
+		resp := watches[i]
 		body, err := io.ReadAll(resp.Body) // ends at the 1 s timeout
 		resp.Body.Close()
-		httpClient.CloseIdleConnections()
-		cancel()
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: HTTP %d, %v", target.name, resp.StatusCode, err)
 		}

@@ -22,8 +22,10 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
@@ -47,6 +49,32 @@ func realAndLab(t *testing.T) (real, lab *http.Client, realURL, labURL, labToken
 	}
 	t.Cleanup(real.CloseIdleConnections)
 	return real, lab, cluster.Server, in.URL, in.Token
+}
+
+// startLabServer starts a lab server for one test, stopped when the test
+// ends, and returns it with a rest.Config for it. Before it stops, the
+// test's client-go clients of that config (which share the transport
+// client-go caches for it) close their idle connections: one left open would
+// make Close wait a second for the client to hang up after its GOAWAY
+// (net/http's http2goAwayTimeout).
+func startLabServer(t *testing.T, cfg apiserver.Config) (*apiserver.Instance, *rest.Config) {
+	t.Helper()
+	cfg.Listen = "127.0.0.1:0"
+	in, err := apiserver.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	restCfg, err := clientcmd.RESTConfigFromKubeConfig(in.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // cleanups run last first: before Close
+		if rt, err := rest.TransportFor(restCfg); err == nil {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+	})
+	return in, restCfg
 }
 
 // server is one of the two servers a claim is checked on.
@@ -77,7 +105,18 @@ func bothServers(t *testing.T, prefix string) (string, []server) {
 	return ns, servers
 }
 
+// get sends a GET and reads its whole answer.
 func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Response, []byte) {
+	t.Helper()
+	resp := open(t, c, url, token, accept)
+	return resp, readBody(t, resp)
+}
+
+// open sends a GET and returns once the answer's headers are in, its body
+// left to readBody. A watch's body ends only at its timeoutSeconds: a test
+// that opens all its watches first and then reads them waits that second
+// once, not once per watch.
+func open(t *testing.T, c *http.Client, url, token, accept string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if token != "" {
@@ -90,12 +129,19 @@ func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Respons
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { resp.Body.Close() }) // a test that fails before reading it
+	return resp
+}
+
+// readBody reads an answer's body to its end and closes it.
+func readBody(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, body
+	return body
 }
 
 // TestWatchContentType: a JSON watch is served as plain application/json by
@@ -103,17 +149,25 @@ func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Respons
 // (`mediaType` in serveWatchHandler, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:95-108),
 // which ours does not serve.
 func TestWatchContentType(t *testing.T) {
+	t.Parallel()
 	servers := twoServers(t)
 	const path = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
+	// All three watches open before any is read: they end together.
+	var jsonWatches []*http.Response
 	for _, s := range servers {
-		resp, _ := get(t, s.c, s.url+path, s.token, "application/json")
+		jsonWatches = append(jsonWatches, open(t, s.c, s.url+path, s.token, "application/json"))
+	}
+	real := servers[0]
+	protobufWatch := open(t, real.c, real.url+path, "", "application/vnd.kubernetes.protobuf")
+	for i, s := range servers {
+		resp := jsonWatches[i]
+		readBody(t, resp)
 		if got := resp.Header.Get("Content-Type"); got != "application/json" {
 			t.Errorf("%s: JSON watch Content-Type %q, want application/json", s.name, got)
 		}
 	}
-	real := servers[0]
-	resp, _ := get(t, real.c, real.url+path, "", "application/vnd.kubernetes.protobuf")
-	if got := resp.Header.Get("Content-Type"); got != "application/vnd.kubernetes.protobuf;stream=watch" {
+	readBody(t, protobufWatch)
+	if got := protobufWatch.Header.Get("Content-Type"); got != "application/vnd.kubernetes.protobuf;stream=watch" {
 		t.Errorf("real: protobuf watch Content-Type %q, want application/vnd.kubernetes.protobuf;stream=watch", got)
 	}
 }
@@ -123,6 +177,7 @@ func TestWatchContentType(t *testing.T) {
 // anonymous user and answers 401, as both do for a wrong token (scenario
 // bad-requests).
 func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
+	t.Parallel()
 	_, lab, realURL, labURL, _ := realAndLab(t)
 	cluster := labkit.Current()
 	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(t, cluster.CAData)}}
@@ -144,6 +199,7 @@ func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
 // watch cache to catch up (`blockTimeout`, 3 s, in
 // k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:53); ours at once.
 func TestTooLargeResourceVersion(t *testing.T) {
+	t.Parallel()
 	for _, s := range twoServers(t) {
 		_, body := get(t, s.c, s.url+"/api/v1/namespaces/default/configmaps", s.token, "")
 		var list struct {
@@ -180,6 +236,7 @@ func TestTooLargeResourceVersion(t *testing.T) {
 // stream first: an empty 200. With a resourceVersion N there is no such read:
 // always an empty 200. Ours: memstorage's TestExpiredContext.
 func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
+	t.Parallel()
 	real, _, realURL, _, _ := realAndLab(t)
 	// A namespace nobody writes in (it need not exist to be watched), so no
 	// event can come between the LIST and the watches.
@@ -214,6 +271,7 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 // not 410; 410 comes only once etcd has compacted that revision (lab 01's
 // too-old scenario). Ours rebuilds it from the history ring.
 func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
+	t.Parallel()
 	ns, servers := bothServers(t, "exact")
 	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
@@ -250,14 +308,20 @@ func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
 // the real apiserver (watchEmbeddedEncoder sets `NoHeaders` after the first,
 // k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:88-96) and ours.
 func TestTableWatchColumnsOnlyFirst(t *testing.T) {
+	t.Parallel()
 	ns, servers := bothServers(t, "table")
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	// Both watches open before either is read: they end together.
+	var watches []*http.Response
 	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
 		for _, n := range []string{"a", "b"} {
 			send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
 		}
-		_, body := get(t, s.c, base+"?watch=1&resourceVersion=0&timeoutSeconds=1", s.token, table)
+		watches = append(watches, open(t, s.c, base+"?watch=1&resourceVersion=0&timeoutSeconds=1", s.token, table))
+	}
+	for i, s := range servers {
+		body := readBody(t, watches[i])
 		var withColumns []bool
 		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
 			var ev struct {
@@ -329,18 +393,32 @@ func watchEventNames(t *testing.T, server string, body []byte, names ...string) 
 // a 422 "sendInitialEvents is forbidden for list". Ours the same
 // (watchserver.ParseListOptions applies forceWatch after validating).
 func TestLegacyWatchPathForcesAWatch(t *testing.T) {
+	t.Parallel()
 	ns, servers := bothServers(t, "legacy")
+	cases := []struct{ path, want string }{
+		{"?timeoutSeconds=1", "[ADDED a ADDED b]"},
+		{"?watch=false&timeoutSeconds=1", "[ADDED a ADDED b]"},
+		{"/a?timeoutSeconds=1", "[ADDED a]"},
+	}
+	const initialEvents = "?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+	// Every request is sent before any answer is read: the six watches end
+	// at their timeoutSeconds together.
+	watches := map[string][]*http.Response{} // by server, one per case
+	refused := map[string]*http.Response{}   // by server: sendInitialEvents
 	for _, s := range servers {
 		for _, n := range []string{"a", "b"} {
 			send(t, s.c, http.MethodPost, s.url+"/api/v1/namespaces/"+ns+"/configmaps", s.token, "application/json", `{"metadata":{"name":"`+n+`"}}`)
 		}
 		legacy := s.url + "/api/v1/watch/namespaces/" + ns + "/configmaps"
-		for _, c := range []struct{ path, want string }{
-			{"?timeoutSeconds=1", "[ADDED a ADDED b]"},
-			{"?watch=false&timeoutSeconds=1", "[ADDED a ADDED b]"},
-			{"/a?timeoutSeconds=1", "[ADDED a]"},
-		} {
-			resp, body := get(t, s.c, legacy+c.path, s.token, "application/json")
+		for _, c := range cases {
+			watches[s.name] = append(watches[s.name], open(t, s.c, legacy+c.path, s.token, "application/json"))
+		}
+		refused[s.name] = open(t, s.c, legacy+initialEvents, s.token, "application/json")
+	}
+	for _, s := range servers {
+		for i, c := range cases {
+			resp := watches[s.name][i]
+			body := readBody(t, resp)
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("%s: GET .../watch/namespaces/NS/configmaps%s: HTTP %d %s", s.name, c.path, resp.StatusCode, body)
 				continue
@@ -351,7 +429,8 @@ func TestLegacyWatchPathForcesAWatch(t *testing.T) {
 				t.Errorf("%s: GET .../watch/namespaces/NS/configmaps%s: events %v, want %s; body:\n%s", s.name, c.path, got, c.want, body)
 			}
 		}
-		resp, body := get(t, s.c, legacy+"?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, "application/json")
+		resp := refused[s.name]
+		body := readBody(t, resp)
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "sendInitialEvents is forbidden for list") {
 			t.Errorf("%s: sendInitialEvents on a /watch/ path: HTTP %d %s; want 422 sendInitialEvents is forbidden for list", s.name, resp.StatusCode, body)
 		}
@@ -379,6 +458,7 @@ func TestLegacyWatchPathForcesAWatch(t *testing.T) {
 // k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:404-405).
 // Ours has no priority and fairness.
 func TestWatchPassesPriorityAndFairness(t *testing.T) {
+	t.Parallel()
 	cluster := labkit.Current()
 	ctx := t.Context()
 	ns := fmt.Sprintf("apf-%d", time.Now().UnixNano())
@@ -508,13 +588,19 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 // `doTransformObject`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:247-269). Ours sends the
 // bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
 func TestTableWatchBookmark(t *testing.T) {
+	t.Parallel()
 	ns, servers := bothServers(t, "tablebm")
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
 	want := map[string]string{"real": "Table/PartialObjectMetadata", "lab": "ConfigMap"}
+	// Both watches open before either is read: they end together.
+	var watches []*http.Response
 	for _, s := range servers {
 		base := s.url + "/api/v1/namespaces/" + ns + "/configmaps"
 		send(t, s.c, http.MethodPost, base, s.token, "application/json", `{"metadata":{"name":"a"}}`)
-		_, body := get(t, s.c, base+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, table)
+		watches = append(watches, open(t, s.c, base+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", s.token, table))
+	}
+	for i, s := range servers {
+		body := readBody(t, watches[i])
 		var bookmarks []string
 		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
 			var ev struct {

@@ -68,6 +68,7 @@ var badPodRequests = []string{
 // TestBadRequestsMatchRealServer sends every bad request to the real
 // apiserver and to our server and compares the Statuses.
 func TestBadRequestsMatchRealServer(t *testing.T) {
+	t.Parallel()
 	cluster := labkit.Current()
 	lab, err := apiserver.Start(apiserver.Config{Listen: "127.0.0.1:0", HistorySize: 1})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
@@ -24,16 +23,9 @@ import (
 // HandleWS, our WatchServer.HandleWS) on both servers: one message per
 // event, and the same transcript.
 func TestWebsocketWatchBothServers(t *testing.T) {
+	t.Parallel()
 	cluster := labkit.Current()
-	lab, err := apiserver.Start(apiserver.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lab.Close()
-	labCfg, err := clientcmd.RESTConfigFromKubeConfig(lab.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab, labCfg := startLabServer(t, apiserver.Config{})
 	name := fmt.Sprintf("ws-%d", time.Now().UnixNano())
 	var transcripts []string
 	for _, target := range []struct {
