@@ -30,13 +30,25 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
+	// Parallel with the package's other tests, which each use a namespace
+	// and a lab server of their own: most of every test is waiting for a
+	// watch's timeoutSeconds or a bookmark's timer. For the same reason the
+	// two targets' runs, TestScripts/real and TestScripts/lab, are parallel
+	// too (each script has its own namespace on its own target), rather
+	// than one after the other as RunScripts runs the targets of RunOn.
+	t.Parallel()
 	// In exercise mode the script too-old fails on our server until
 	// too-old-rv is written: exercises.json lists TestScripts/lab/too-old,
 	// and RunScripts names the exercise when it fails, and none for the others.
-	labkit.RunScripts(t, "testdata/script", labkit.Options{
-		Targets: map[string]labkit.StartTarget{"lab": startLab},
-		RunOn:   []string{labkit.TargetReal, "lab"},
-	})
+	for _, target := range []string{labkit.TargetReal, "lab"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			labkit.RunScripts(t, "testdata/script", labkit.Options{
+				Targets: map[string]labkit.StartTarget{"lab": startLab},
+				RunOn:   []string{target},
+			})
+		})
+	}
 }
 
 // startLab is the "lab" target: our watchserver, started in this test
