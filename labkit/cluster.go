@@ -293,8 +293,10 @@ func (c *Cluster) Stop() error {
 		// does. An idle HTTP/2 connection left open would make the server's
 		// graceful shutdown wait a second for the client to close it after
 		// its GOAWAY (net/http's http2goAwayTimeout), on every stop.
-		if rt, err := rest.TransportFor(c.Config); err == nil {
-			utilnet.CloseIdleConnectionsFor(rt)
+		if c.Config != nil {
+			if rt, err := rest.TransportFor(c.Config); err == nil {
+				utilnet.CloseIdleConnectionsFor(rt)
+			}
 		}
 		return stop()
 	}
