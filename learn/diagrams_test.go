@@ -13,6 +13,7 @@ import (
 // Where the machine has no npm or chromium the script says SKIP, and so does
 // this test.
 func TestRenderDiagramsFailsOnParseError(t *testing.T) {
+	t.Parallel() // a script driving chromium, in a directory of its own
 	root, err := workspaceRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,59 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// testDir is this test binary's own directory (TestMain makes it): the
+// labs command it builds (labsBinary), and the state of every test that
+// does not set its own.
+var testDir string
+
+// TestMain points LABS_STATE at a directory of the test binary, so that no
+// test, a parallel one included (t.Parallel and t.Setenv exclude each
+// other), reads or writes the learner's .cluster/learn. A test that needs a
+// fresh state of its own still calls withState.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "labs-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testDir = dir
+	os.Setenv("LABS_STATE", filepath.Join(dir, "state"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// labsBinary is the labs command, built once for the test binary (go build
+// takes seconds; the demo tests run it as its own process, as
+// scripts/labs does).
+func labsBinary(t *testing.T) string {
+	t.Helper()
+	labsBuild.once.Do(func() {
+		labsBuild.bin = filepath.Join(testDir, "labs")
+		if out, err := exec.Command("go", "build", "-o", labsBuild.bin, ".").CombinedOutput(); err != nil {
+			labsBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if labsBuild.err != nil {
+		t.Fatal(labsBuild.err)
+	}
+	return labsBuild.bin
+}
+
+var labsBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
 
 // run runs the labs command in-process on the real workspace, with its
 // state in a temporary directory, and returns its exit code and output.
@@ -66,7 +113,7 @@ func TestListShowsEveryLab(t *testing.T) {
 // in exercise mode fails, naming the exercise, the file to edit, what was
 // expected and the next step; with --solution (no stubs) it passes.
 func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
-	withState(t)
+	t.Parallel() // go test subprocesses; check keeps no state
 	code, out := run(t, "", "check", "03", "flush-when-idle")
 	if code != 1 {
 		t.Fatalf("check in exercise mode: exit %d, want 1\n%s", code, out)
@@ -99,7 +146,7 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 // TestVerifyOneExercise: the maintainers' check on one exercise: it fails
 // as shipped, passes with only its solution overlaid, and in solution mode.
 func TestVerifyOneExercise(t *testing.T) {
-	withState(t)
+	t.Parallel() // go vet and go test subprocesses; verify keeps no state
 	code, out := run(t, "", "verify", "05", "dedup-deletes")
 	if code != 0 {
 		t.Fatalf("verify 05 dedup-deletes: exit %d\n%s", code, out)
@@ -289,6 +336,7 @@ func TestLineDiff(t *testing.T) {
 // which imports neither, is not, and every package with tests is in exactly
 // one of the two lists.
 func TestTagAffectedPackages(t *testing.T) {
+	t.Parallel()
 	root, err := workspaceRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -41,10 +41,7 @@ func demoRoot(t *testing.T, bgPrints string) (root, bin string) {
 func labsRoot(t *testing.T, files map[string]string) (root, bin string) {
 	t.Helper()
 	root = t.TempDir()
-	bin = filepath.Join(t.TempDir(), "labs")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = labsBinary(t)
 	for name, body := range files {
 		p := filepath.Join(root, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -101,6 +98,7 @@ func checkCleanedUp(t *testing.T, root string, pid int) {
 // command says "interrupted" (not that the step failed), stops that
 // command and deletes the demo's namespace; exit status 130.
 func TestRunDemoInterrupted(t *testing.T) {
+	t.Parallel() // its own process group, root and state
 	root, bin := demoRoot(t, "starting")
 	cmd, pid, stderr := startDemo(t, root, bin, nil)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // Ctrl-C: the foreground group
@@ -119,6 +117,7 @@ func TestRunDemoInterrupted(t *testing.T) {
 // while the demo runs; the demo stops, and stops its background command,
 // instead of leaving it running.
 func TestRunDemoOutputClosed(t *testing.T) {
+	t.Parallel()
 	root, bin := demoRoot(t, "synced")
 	r, w, err := os.Pipe()
 	if err != nil {
