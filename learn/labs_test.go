@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -159,12 +160,40 @@ func TestVerifyOneExercise(t *testing.T) {
 }
 
 // TestListIsCachedByContent: the second listing of a lab runs no test; a
-// changed file runs them again.
+// changed file runs them again. The lab is one of its own, whose tests
+// build and run in a moment: lab 09, two exercises, double (the stub as
+// shipped: not started) and half (its stub written: done).
 func TestListIsCachedByContent(t *testing.T) {
 	withState(t)
-	root, _ := workspaceRoot()
-	labs, _ := loadLabs(root)
-	lab, err := findLab(labs, "03")
+	root := t.TempDir()
+	stub := "//go:build exercise\n\npackage demo\n\n// TODO(exercise double): return twice n\nfunc double(n int) int { return n }\n"
+	files := map[string]string{
+		"go.work":             "go 1.26.0\n\nuse ./labs/09-demo\n",
+		"labs/09-demo/go.mod": "module example.com/demo\n\ngo 1.26.0\n",
+		"labs/09-demo/exercises.json": `{"exercises": [
+  {"name": "double", "summary": "twice n", "file": "double_exercise.go", "solution": "double.go", "tests": [{"package": ".", "run": "TestDouble"}]},
+  {"name": "half", "summary": "n over two", "file": "half_exercise.go", "solution": "half.go", "tests": [{"package": ".", "run": "TestHalf"}]}
+]}`,
+		"labs/09-demo/double_exercise.go": stub,
+		"labs/09-demo/double.go":          "//go:build !exercise\n\npackage demo\n\nfunc double(n int) int { return 2 * n }\n",
+		"labs/09-demo/half_exercise.go":   "//go:build exercise\n\npackage demo\n\nfunc half(n int) int { return n / 2 }\n",
+		"labs/09-demo/half.go":            "//go:build !exercise\n\npackage demo\n\nfunc half(n int) int { return n / 2 }\n",
+		"labs/09-demo/demo_test.go": "package demo\n\nimport \"testing\"\n\n" +
+			"func TestDouble(t *testing.T) {\n\tif got := double(3); got != 6 {\n\t\tt.Fatalf(\"double(3) = %d, want 6\", got)\n\t}\n}\n\n" +
+			"func TestHalf(t *testing.T) {\n\tif got := half(6); got != 3 {\n\t\tt.Fatalf(\"half(6) = %d, want 3\", got)\n\t}\n}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labs, err := loadLabs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := findLab(labs, "09")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,25 +204,44 @@ func TestListIsCachedByContent(t *testing.T) {
 		}
 		return out.String()
 	}
-	first := list()
-	if !strings.Contains(first, "running the exercises' tests") || !strings.Contains(first, "not started") {
-		t.Fatalf("first listing did not run the tests, or shows no exercise not started:\n%s", first)
+	const ran = "running the exercises' tests"
+	// state is what list shows for an exercise: "  <mark> NAME  STATE  summary".
+	state := func(out, ex string) string {
+		m := regexp.MustCompile(`(?m)^  \S+ ` + ex + ` +(done|failing|not started) `).FindStringSubmatch(out)
+		if m == nil {
+			return ""
+		}
+		return m[1]
 	}
-	if second := list(); strings.Contains(second, "running the exercises' tests") {
+	first := list()
+	if !strings.Contains(first, ran) || state(first, "double") != "not started" || state(first, "half") != "done" {
+		t.Fatalf("first listing: want the tests run, double not started and half done:\n%s", first)
+	}
+	second := list()
+	if strings.Contains(second, ran) {
 		t.Fatalf("second listing ran the tests again, with no file changed:\n%s", second)
 	}
 	// Same states, from the cache.
 	states := func(out string) string {
 		var keep []string
 		for _, l := range strings.Split(out, "\n") {
-			if !strings.Contains(l, "running the exercises' tests") {
+			if !strings.Contains(l, ran) {
 				keep = append(keep, l)
 			}
 		}
 		return strings.Join(keep, "\n")
 	}
-	if a, b := states(first), states(list()); a != b {
+	if a, b := states(first), states(second); a != b {
 		t.Errorf("cached listing differs from the first:\n%s\n---\n%s", a, b)
+	}
+	// The learner writes double: the next listing runs the tests again.
+	solved := strings.Replace(stub, "return n }", "return 2 * n }", 1)
+	if err := os.WriteFile(filepath.Join(lab.Dir, "double_exercise.go"), []byte(solved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	third := list()
+	if !strings.Contains(third, ran) || state(third, "double") != "done" || state(third, "half") != "done" {
+		t.Fatalf("listing after double_exercise.go changed: want the tests run again, both done:\n%s", third)
 	}
 }
 
