@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,18 +19,29 @@ import (
 // traceWrites keeps the tests' runs short; the command's default is 100.
 const traceWrites = 5
 
-// labTrace runs the course stack once for the tests that need a trace.
+// labTrace runs the course stack once for the test binary, the first time
+// a test needs a trace, and gives every test that summary (which they only
+// read): three tests, one etcd, API server and informer started.
 func labTrace(t *testing.T) StackTrace {
 	t.Helper()
-	run, err := runLabStack(context.Background(), traceWrites)
-	if err != nil {
-		t.Fatal(err)
+	courseTrace.once.Do(func() {
+		run, err := runLabStack(context.Background(), traceWrites)
+		if err != nil {
+			courseTrace.err = err
+			return
+		}
+		courseTrace.st, courseTrace.err = summarize(run, func(h PathHop) string { return h.Course })
+	})
+	if courseTrace.err != nil {
+		t.Fatal(courseTrace.err)
 	}
-	st, err := summarize(run, func(h PathHop) string { return h.Course })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return courseTrace.st
+}
+
+var courseTrace struct {
+	once sync.Once
+	st   StackTrace
+	err  error
 }
 
 // TestTraceEveryHopInOrder: every write through the course stack reaches
@@ -37,6 +49,7 @@ func labTrace(t *testing.T) StackTrace {
 // the data path; the percentiles are ordered; the mermaid diagram is one
 // unbroken chain of arrows, writer to handler.
 func TestTraceEveryHopInOrder(t *testing.T) {
+	t.Parallel()
 	st := labTrace(t)
 	var names, want []string
 	for _, h := range st.Hops {
@@ -202,6 +215,7 @@ func TestTraceCodeRefs(t *testing.T) {
 // written to), an upstream one to lines, in the module cache, that hold the
 // identifier named before it.
 func TestTracePageContent(t *testing.T) {
+	t.Parallel()
 	root, cache := repoRoot(t), modCache(t)
 	out := filepath.Join(root, ".cluster", "trace")
 	st := labTrace(t)
@@ -279,6 +293,7 @@ func TestTracePageContent(t *testing.T) {
 // TestTracePageIsNotBlank: the HTML page, screenshotted by headless
 // Chromium, has ink on it (bars, text), not a white page.
 func TestTracePageIsNotBlank(t *testing.T) {
+	t.Parallel()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("no chromium here (Debian: apt-get install chromium)")
