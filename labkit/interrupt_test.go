@@ -25,8 +25,11 @@ func TestInterruptedTestBinaryRemovesItsCluster(t *testing.T) {
 	if os.Getenv("LABKIT_HELPER") == "block" {
 		t.Skip("the helper's own run")
 	}
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
+			// Each helper has its own process group, $TMPDIR and cluster.
+			t.Parallel()
 			tmp := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperBlocks$", "-test.v")
 			cmd.Env = append(cleanEnv(), envPrivateCluster+"=1", "LABKIT_HELPER=block", "TMPDIR="+tmp)

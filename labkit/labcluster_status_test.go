@@ -58,6 +58,7 @@ func TestLabclusterStatus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	// A path a careless `eval` would break on: a space and a single quote.
 	dir := filepath.Join(t.TempDir(), "it's a dir")
 	c, err := StartEmbedded(dir, "etcd", "apiserver")

@@ -44,6 +44,7 @@ func TestLabclusterUpDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	dir := t.TempDir()
 	out := labcluster(t, "up", "--dir", dir)
 	if !strings.Contains(out, "ready in") {
@@ -186,6 +187,7 @@ func TestKilledSupervisorTakesComponents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	c, err := StartEmbedded(t.TempDir(), "etcd", "apiserver")
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +327,7 @@ func TestOneSupervisorPerDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	dir := t.TempDir()
 	c, err := StartEmbedded(dir, "etcd", "apiserver")
 	if err != nil {
@@ -349,6 +352,7 @@ func TestInterruptedUpStopsTheCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	bin, err := LabclusterBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -403,6 +407,7 @@ func TestEtcdMembers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	t.Parallel() // a cluster of its own, in its own directory, on free ports
 	dir := t.TempDir()
 	out := labcluster(t, "up", "--dir", dir, "--components", "etcd,apiserver", "--etcd-members", "3")
 	if !strings.Contains(out, "(etcd: 3 members)") || !strings.Contains(out, "etcd listening: 3 members") {

@@ -58,6 +58,7 @@ func foreignTarget(work string, args []string) (*Cluster, error) {
 // TestScripts runs the harness's own scenarios: each labkit command against
 // the real cluster, and switching targets mid-script.
 func TestScripts(t *testing.T) {
+	t.Parallel() // each script has a namespace of its own (targets.txtar a private cluster too)
 	RunScripts(t, "testdata/script", Options{Targets: map[string]StartTarget{"foreign": foreignTarget}})
 }
 
@@ -68,6 +69,7 @@ func TestScripts(t *testing.T) {
 // Each script's namespace is deleted at its end on every target, the
 // foreign one (another *Cluster for the same server) included.
 func TestScriptsOnTwoTargets(t *testing.T) {
+	t.Parallel() // its namespaces are its scripts' own (one-body-*), and so is the check below
 	ctx := context.Background()
 	before, err := Current().Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -97,6 +99,7 @@ func TestScriptsOnTwoTargets(t *testing.T) {
 // go test -v prints with the environment is worth little), and it dies with
 // the namespace.
 func TestScriptToken(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	c := Current()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

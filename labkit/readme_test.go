@@ -1184,6 +1184,7 @@ func (r *checkRun) interrupted() bool {
 // background command whose Ctrl-C output differs, and annotations it cannot
 // follow. It needs no cluster.
 func TestREADMECheckCatches(t *testing.T) {
+	t.Parallel() // in a directory of its own
 	dir := t.TempDir()
 	good := "Say hello:\n\n```console\n$ cd sub\n$ X=hello\n$ echo $X from $(basename $PWD)\nhello from sub\n```\n" +
 		"A server, in a second terminal:\n\n<!-- check: background srv -->\n```console\n$ trap 'echo stopped; exit 0' INT; echo serving on 127.0.0.1:40123; while :; do sleep 0.1; done\nserving on 127.0.0.1:8080\n^C\nstopped\n```\n" +

@@ -54,6 +54,7 @@ func runScript(t *testing.T, script string, args ...string) (string, int) {
 }
 
 func TestCheckVersions(t *testing.T) {
+	t.Parallel() // scripts on trees of their own
 	root, err := Root()
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,7 @@ func TestCheckVersions(t *testing.T) {
 }
 
 func TestCheckLinks(t *testing.T) {
+	t.Parallel()
 	root, err := Root()
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +141,7 @@ func TestCheckLinks(t *testing.T) {
 // identifier its sentence names (the nearest backticked one before it in its
 // paragraph), in every citation form.
 func TestCheckLinksLines(t *testing.T) {
+	t.Parallel()
 	// Spelt in pieces, so that this file, which the check reads too, holds
 	// no citation of lines whole.
 	reflector := "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go:"
