@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,8 +53,58 @@ func runPattern(run string) string {
 	return strings.Join(parts, "/")
 }
 
-// runTests runs refs in lab (one go test for every top-level test, one per
-// subtest path) and returns their results in the order of refs.
+// testGroup is one go test run of runTests: a -run pattern and the
+// packages it runs in.
+type testGroup struct {
+	pattern string
+	pkgs    []string
+}
+
+// testGroups groups refs into as few go test runs as -run allows: every
+// top-level test in one (all their packages at once), and the subtests of
+// each parent in one per package, their last names joined. -run matches
+// level by level, so only subtests with the same whole parent path can share
+// a pattern: '^A$/^(x|y)$' runs A/x and A/y and nothing else, while A/x and
+// B/y in one pattern would run A/y and B/x too.
+func testGroups(refs []TestRef) []testGroup {
+	type group struct {
+		prefix string   // the parent's levels of -run and a "/"; "" for top-level tests
+		names  []string // the last level's names, quoted
+		pkgs   []string
+	}
+	top := &group{}
+	groups := []*group{top}
+	byParent := map[string]*group{} // package + " " + prefix
+	for _, r := range refs {
+		g, name := top, r.Run
+		if i := strings.LastIndex(r.Run, "/"); i >= 0 {
+			prefix := runPattern(r.Run[:i]) + "/"
+			name = r.Run[i+1:]
+			if g = byParent[r.Package+" "+prefix]; g == nil {
+				g = &group{prefix: prefix}
+				byParent[r.Package+" "+prefix] = g
+				groups = append(groups, g)
+			}
+		}
+		if q := regexp.QuoteMeta(name); !slices.Contains(g.names, q) {
+			g.names = append(g.names, q)
+		}
+		if !slices.Contains(g.pkgs, r.Package) {
+			g.pkgs = append(g.pkgs, r.Package)
+		}
+	}
+	sort.Strings(top.pkgs)
+	var out []testGroup
+	for _, g := range groups {
+		if len(g.names) > 0 {
+			out = append(out, testGroup{g.prefix + "^(" + strings.Join(g.names, "|") + ")$", g.pkgs})
+		}
+	}
+	return out
+}
+
+// runTests runs refs in lab (testGroups says in how many go test runs) and
+// returns their results in the order of refs.
 func runTests(ctx context.Context, lab *Lab, refs []TestRef, run testRun) ([]TestResult, error) {
 	mod, err := modulePath(lab.Dir)
 	if err != nil {
@@ -66,33 +117,9 @@ func runTests(ctx context.Context, lab *Lab, refs []TestRef, run testRun) ([]Tes
 		}
 		return mod + "/" + pkg
 	}
-	// Group: every top-level test in one invocation; each subtest path alone.
-	type group struct {
-		pattern string
-		pkgs    []string
-	}
-	var groups []group
-	var names, pkgs []string
-	seenPkg := map[string]bool{}
-	for _, r := range refs {
-		if strings.Contains(r.Run, "/") {
-			groups = append(groups, group{runPattern(r.Run), []string{r.Package}})
-			continue
-		}
-		names = append(names, regexp.QuoteMeta(r.Run))
-		if !seenPkg[r.Package] {
-			seenPkg[r.Package] = true
-			pkgs = append(pkgs, r.Package)
-		}
-	}
-	if len(names) > 0 {
-		sort.Strings(pkgs)
-		groups = append([]group{{"^(" + strings.Join(names, "|") + ")$", pkgs}}, groups...)
-	}
-
 	events := map[string]*TestResult{} // importPath + " " + test
 	pkgOutput := map[string]*strings.Builder{}
-	for _, g := range groups {
+	for _, g := range testGroups(refs) {
 		args := []string{"test", "-json", "-count=1", "-run", g.pattern}
 		if run.exercise {
 			args = append(args, "-tags", "exercise")
