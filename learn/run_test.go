@@ -247,7 +247,7 @@ import (
 
 func TestHang(t *testing.T) {
 	os.WriteFile("hang.pid", []byte(strconv.Itoa(os.Getpid())), 0o644)
-	time.Sleep(time.Hour) // runs until it is stopped
+	<-time.After(time.Hour) // runs until it is stopped
 }
 `,
 	})
