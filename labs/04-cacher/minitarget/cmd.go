@@ -195,7 +195,10 @@ func cmdStall(ts *testscript.TestScript, c *labkit.Cluster, args []string) {
 		// Read at full speed now: a 4 KB window and delayed ACKs would
 		// make the rest of the stream crawl.
 		w.raw.SetReadBuffer(4 << 20)
-		w.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+		// A deadline against a server that never ends the stream, not a
+		// timing: on a machine busy with a whole test run (-race, the other
+		// scripts at once) a minute has run out before the end came.
+		w.conn.SetReadDeadline(time.Now().Add(3 * time.Minute))
 		resp, err := http.ReadResponse(w.r, nil)
 		ts.Check(err)
 		events, errors := 0, 0
