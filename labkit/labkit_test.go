@@ -69,7 +69,6 @@ func TestScripts(t *testing.T) {
 // Each script's namespace is deleted at its end on every target, the
 // foreign one (another *Cluster for the same server) included.
 func TestScriptsOnTwoTargets(t *testing.T) {
-	t.Parallel() // its namespaces are its scripts' own (one-body-*), and so is the check below
 	ctx := context.Background()
 	before, err := Current().Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -99,7 +98,6 @@ func TestScriptsOnTwoTargets(t *testing.T) {
 // go test -v prints with the environment is worth little), and it dies with
 // the namespace.
 func TestScriptToken(t *testing.T) {
-	t.Parallel() // a namespace of its own
 	c := Current()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
