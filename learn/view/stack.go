@@ -55,12 +55,6 @@ type Stack struct {
 	restarts atomic.Int64
 	busy     atomic.Bool // a restart is running
 
-	// slowEvery is how often a slow watcher reads an event: a second, as
-	// the page's button says. Set before the page is served (the browser
-	// test shortens it, so that a slow watcher the dispatcher cut off
-	// drains its buffer in a second rather than ten).
-	slowEvery time.Duration
-
 	// real is the real cluster beside the course's stack (real.go), or nil.
 	real *realCluster
 }
@@ -98,7 +92,7 @@ func (h *handlerStats) record(kind string, lag time.Duration, known bool) {
 // With a kubeconfig it also starts the real cluster's side (real.go), in
 // realNamespace there.
 func startStack(ctx context.Context, log *eventLog, kubeconfig, realNamespace string) (*Stack, error) {
-	s := &Stack{streams: newStreams(), log: log, writes: map[string]time.Time{}, slowEvery: time.Second}
+	s := &Stack{streams: newStreams(), log: log, writes: map[string]time.Time{}}
 	mini, err := miniapiserver.Start(miniapiserver.Config{Listen: "127.0.0.1:0", Wrap: s.streams.wrap, ErrorLog: discardLog{}})
 	if err != nil {
 		return nil, fmt.Errorf("lab 04's miniapiserver: %w", err)
@@ -382,7 +376,7 @@ func (w *viewWatcher) stop() {
 }
 
 // AddWatcher opens a watch on the ConfigMaps Cacher: normal (reads every
-// event at once), slow (reads one a second: slowEvery), selector (color=blue), or
+// event at once), slow (reads one a second), selector (color=blue), or
 // oldrv (from resourceVersion 1, older than the ring holds once it has
 // wrapped: 410).
 func (s *Stack) AddWatcher(kind string) (*viewWatcher, error) {
@@ -423,7 +417,7 @@ func (s *Stack) AddWatcher(kind string) (*viewWatcher, error) {
 
 func (s *Stack) consume(ctx context.Context, vw *viewWatcher) {
 	defer close(vw.done)
-	tick := time.NewTicker(s.slowEvery)
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		if vw.Kind == "slow" {

@@ -88,12 +88,6 @@ func TestViewInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close) // after the page's server and browser (openPage) stop
-	// The slow watcher reads one event every 100 ms, not every second: still
-	// far behind a burst of 300 (its 10-event buffers fill in a moment, and
-	// each wait for it costs the dispatcher up to the whole 100 ms budget,
-	// which refills at 50 ms a second), and once cut off it drains the
-	// events already in its result channel in a second, not ten.
-	s.slowEvery = 100 * time.Millisecond
 	p := openPage(t, ctx, s, chrome, outDir)
 	do, waitText, shot := p.do, p.waitText, p.shot
 
