@@ -107,7 +107,7 @@ import (
 
 var (
 	runREADMEs     = flag.Bool("readmes", false, "run every command of every README's console blocks (TestREADMECommands)")
-	readmeParallel = flag.Int("readme-parallel", 3, "how many READMEs TestREADMECommands runs at once, each in its own copy with its own cluster")
+	readmeParallel = flag.Int("readme-parallel", 2, "how many READMEs TestREADMECommands runs at once, each in its own copy with its own cluster")
 	readmeMatch    = flag.String("readme", "", "check only the READMEs whose path matches this regexp (TestREADMECommands)")
 )
 

@@ -16,7 +16,7 @@
 #     every benchmark once (-benchtime=1x) so none rots. Each module's output
 #     is printed when it is done, and a line a minute names what runs.
 #   - the README check: every README command as written, each README in a
-#     copy of the checkout with a cluster of its own, three at once.
+#     copy of the checkout with a cluster of its own, two at once.
 #   - the other course checks: every exercise (scripts/check-exercises.sh
 #     --full), every diagram, the darwin type-check of every module
 #     (scripts/cross-build.sh), and go mod tidy -diff of the kind node
@@ -247,7 +247,7 @@ fi
 # are done:
 #   - the README lane: every command a README shows, run as written with the
 #     output it shows (labkit's TestREADMECommands, each README in its own
-#     copy of the checkout with its own cluster, three at once);
+#     copy of the checkout with its own cluster, two at once);
 #   - the checks lane: every exercise fails as shipped, passes solved, and in
 #     exercise mode only the exercises' tests fail; every mermaid diagram
 #     renders; every module type-checks for macOS (and vets there, all but
@@ -270,8 +270,9 @@ readme_lane() {
     bash -c 'cd "$1/labkit" && shift && go test -v -count=1 -timeout 40m -run "^TestREADMECommands\$" . -args "$@"' _ "$root" "${readme_args[@]}"
   echo "$rc" >"$tmp/readme.rc"
 }
-# exercises_by_lab: scripts/check-exercises.sh --full for each lab, three at
-# once (each lab's check mostly waits on its tests), each lab's output
+# exercises_by_lab: scripts/check-exercises.sh --full for each lab, two at
+# once (each lab's check mostly waits on its tests; more at once only loads
+# a 2-core machine further, beside three other lanes), each lab's output
 # printed whole, in order.
 exercises_by_lab() {
   local labs=() lab i rc=0 pids=()
@@ -280,13 +281,13 @@ exercises_by_lab() {
     labs+=("${lab%%-*}")
   done
   for ((i = 0; i < ${#labs[@]}; i++)); do
-    if ((i >= 3)); then
-      wait "${pids[i - 3]}" || rc=1
+    if ((i >= 2)); then
+      wait "${pids[i - 2]}" || rc=1
     fi
     "$root/scripts/check-exercises.sh" --full "${labs[i]}" >"$tmp/exercises-${labs[i]}.log" 2>&1 &
     pids+=($!)
   done
-  for ((i = ${#labs[@]} > 3 ? ${#labs[@]} - 3 : 0; i < ${#labs[@]}; i++)); do
+  for ((i = ${#labs[@]} > 2 ? ${#labs[@]} - 2 : 0; i < ${#labs[@]}; i++)); do
     wait "${pids[i]}" || rc=1
   done
   for lab in "${labs[@]}"; do
@@ -296,7 +297,7 @@ exercises_by_lab() {
 }
 checks_lane() {
   rc=0
-  step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full, three labs at once)" \
+  step "every exercise fails as shipped and passes solved, and only the exercises' tests fail (scripts/check-exercises.sh --full, two labs at once)" \
     exercises_by_lab
   step "every README diagram renders (scripts/render-diagrams.sh)" "$root/scripts/render-diagrams.sh"
   # Learners use macOS as often as Linux: every module must type-check
