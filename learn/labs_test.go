@@ -144,17 +144,81 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 	}
 }
 
-// TestVerifyOneExercise: the maintainers' check on one exercise: it fails
-// as shipped, passes with only its solution overlaid, and in solution mode.
+// TestVerifyOneExercise: the maintainers' check on each exercise: it fails
+// as shipped, naming the exercise and its file; it passes with only its
+// solution overlaid, and in solution mode. On a lab of its own, lab 09,
+// whose tests build in a moment (scripts/check-exercises.sh runs verify on
+// every exercise of the real labs): double is sound; half's stub already
+// holds the answer, and triple's test fails without naming its exercise,
+// both of which verify must report.
 func TestVerifyOneExercise(t *testing.T) {
-	t.Parallel() // go vet and go test subprocesses; verify keeps no state
-	code, out := run(t, "", "verify", "05", "dedup-deletes")
-	if code != 0 {
-		t.Fatalf("verify 05 dedup-deletes: exit %d\n%s", code, out)
+	t.Parallel() // go vet and go test in a lab of its own; verify keeps no state
+	root := t.TempDir()
+	test := func(name, call, want, says string) string {
+		return "func Test" + name + "(t *testing.T) {\n\tif got := " + call + "; got != " + want + " {\n\t\tt.Fatalf(\"" + call + " = %d, want " + want + says + "\", got)\n\t}\n}\n\n"
 	}
-	for _, want := range []string{"exercise mode as shipped: fails (TestDeltaFIFOCollapsesDeletes (informer))", "with the solution written in: passes", "solution mode: passes"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("verify output lacks %q:\n%s", want, out)
+	writeFiles(t, root, map[string]string{
+		"go.work":             "go 1.26.0\n\nuse ./labs/09-demo\n",
+		"labs/09-demo/go.mod": "module example.com/demo\n\ngo 1.26.0\n",
+		"labs/09-demo/exercises.json": `{"exercises": [
+  {"name": "double", "file": "double_exercise.go", "solution": "double.go", "tests": [{"package": ".", "run": "TestDouble"}]},
+  {"name": "half", "file": "half_exercise.go", "solution": "half.go", "tests": [{"package": ".", "run": "TestHalf"}]},
+  {"name": "triple", "file": "triple_exercise.go", "solution": "triple.go", "tests": [{"package": ".", "run": "TestTriple"}]}
+]}`,
+		"labs/09-demo/double_exercise.go": "//go:build exercise\n\npackage demo\n\n// TODO(exercise double): twice n\nfunc double(n int) int { return n }\n",
+		"labs/09-demo/double.go":          "//go:build !exercise\n\npackage demo\n\nfunc double(n int) int { return 2 * n }\n",
+		"labs/09-demo/half_exercise.go":   "//go:build exercise\n\npackage demo\n\n// TODO(exercise half): n over two\nfunc half(n int) int { return n / 2 }\n",
+		"labs/09-demo/half.go":            "//go:build !exercise\n\npackage demo\n\nfunc half(n int) int { return n / 2 }\n",
+		"labs/09-demo/triple_exercise.go": "//go:build exercise\n\npackage demo\n\n// TODO(exercise triple): three times n\nfunc triple(n int) int { return n }\n",
+		"labs/09-demo/triple.go":          "//go:build !exercise\n\npackage demo\n\nfunc triple(n int) int { return 3 * n }\n",
+		"labs/09-demo/demo_test.go": "package demo\n\nimport \"testing\"\n\n" +
+			// What labkit.ChecksExercise adds to a failure: the exercise and its file.
+			test("Double", "double(3)", "6", "; this test checks exercise double: write it in double_exercise.go") +
+			test("Half", "half(6)", "3", "") +
+			test("Triple", "triple(2)", "6", ""),
+	})
+	labs, err := loadLabs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := cmdVerify(context.Background(), newUI(&out, &out), labs, nil, false, false)
+	// Each exercise's lines: from "lab 09 NAME" (or "lab 09 NAME: ...",
+	// the overlay run's progress line) to the next.
+	section := map[string]string{}
+	for _, part := range strings.Split(out.String(), "\nlab 09 ")[1:] {
+		name, _, _ := strings.Cut(strings.Fields(part)[0], ":")
+		section[name] += part
+	}
+	for ex, wants := range map[string][]string{
+		"double": {"ok   exercise mode as shipped: fails (TestDouble)", "ok   exercise mode with the solution written in: passes", "ok   solution mode: passes"},
+		"half":   {"FAIL its tests pass with the stub: the exercise removes nothing they check", "ok   solution mode: passes"},
+		"triple": {"FAIL TestTriple fails without naming the exercise and triple_exercise.go (call labkit.ChecksExercise)", "ok   exercise mode with the solution written in: passes"},
+	} {
+		for _, want := range wants {
+			if !strings.Contains(section[ex], want) {
+				t.Errorf("verify's section for %s lacks %q:\n%s", ex, want, out.String())
+			}
+		}
+	}
+	if strings.Contains(section["double"], "FAIL") {
+		t.Errorf("verify reports a problem with double, which is sound:\n%s", out.String())
+	}
+	if code != 1 || !strings.Contains(out.String(), "verify failed: 2 problem(s)") {
+		t.Errorf("verify: exit %d, want 1 and 2 problems (half, triple)\n%s", code, out.String())
+	}
+}
+
+// writeFiles writes files (path relative to root: content) under root.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -182,13 +246,7 @@ func TestListIsCachedByContent(t *testing.T) {
 			"func TestDouble(t *testing.T) {\n\tif got := double(3); got != 6 {\n\t\tt.Fatalf(\"double(3) = %d, want 6\", got)\n\t}\n}\n\n" +
 			"func TestHalf(t *testing.T) {\n\tif got := half(6); got != 3 {\n\t\tt.Fatalf(\"half(6) = %d, want 3\", got)\n\t}\n}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(root, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	labs, err := loadLabs(root)
 	if err != nil {
 		t.Fatal(err)
