@@ -77,7 +77,6 @@ func TestRealClusterBesideIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the stack and a cluster")
 	}
-	t.Parallel() // a stack and a namespace on the real cluster of its own
 	c, err := labkit.Discover()
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,6 @@ func TestViewInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the stack and a browser")
 	}
-	t.Parallel() // a stack, a page server and a browser of its own
 	chrome := chromium(t)
 	outDir := screenshotDir(t)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
