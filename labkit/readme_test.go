@@ -723,9 +723,23 @@ func (s *shell) run(st readmeStep) error {
 	}
 	want, got := trimWant(st.want), outputLines(out.String())
 	if !s.normFor(st).matchLines(want, got) {
+		if fuzzEndedInBaseline(cmd, out.String()) {
+			// -fuzztime counts from the start: on a machine this busy it
+			// ran out while the fuzzer was still replaying its corpus, so
+			// the run passed without the fuzzing lines the README shows.
+			s.log("%s: the fuzzer's -fuzztime ran out while it gathered its baseline (a busy machine): passed, without the lines of fuzzing the README shows", s.where(st))
+			return nil
+		}
 		return s.mismatch(st, want, got)
 	}
 	return nil
+}
+
+// fuzzEndedInBaseline reports whether a go test -fuzz command passed while
+// still gathering its baseline coverage: no "now fuzzing" line, then PASS.
+func fuzzEndedInBaseline(cmd, out string) bool {
+	return strings.Contains(cmd, "-fuzz ") && strings.Contains(out, "gathering baseline coverage") &&
+		!strings.Contains(out, "now fuzzing") && strings.Contains(out, "\nPASS\n")
 }
 
 // breakLine makes a block's one-line change, "Break it": the old text must
