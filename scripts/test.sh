@@ -474,7 +474,7 @@ if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
 fi
 
 echo
-echo "test.sh times (seconds; the two lanes run at once):"
+echo "test.sh times (seconds; the three lanes run at once):"
 sed 's/^\([0-9]*\)|\(.*\)$/  \1\t\2/' "$times_file" | awk -F'\t' '{printf "  %5d  %s\n", $1, $2}'
 echo "  $SECONDS  in all"
 echo
