@@ -119,6 +119,17 @@ func readmes(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each lab's DEEPER.md (what its README's "Going deeper" moved out)
+	// and the pages under docs/ run too, each from the checkout's root.
+	deeper, err := filepath.Glob(filepath.Join(root, "labs", "*", "DEEPER.md"))
+	if err != nil {
+		return nil, err
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	labs = append(append(labs, deeper...), docs...)
 	for _, l := range labs {
 		rel, _ := filepath.Rel(root, l)
 		files = append(files, rel)
