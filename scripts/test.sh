@@ -165,14 +165,41 @@ trap cleanup EXIT
 trap interrupted INT TERM
 
 checks_failed=0
-# took SECONDS LABEL: one row of the time table printed at the end.
-took() { echo "$1|$2" >>"$times_file"; }
+# took SECONDS LABEL [CPU0]: one row of the time table printed at the end;
+# with CPU0 (cpu_ticks when the step began), also the CPU time the step's
+# processes used, so the table shows where the machine's cores went, not
+# only where the lanes waited.
+took() {
+  local c=-
+  if [[ -n ${3:-} ]]; then
+    cpu_ticks
+    c=$(((cpu - $3) / clk_tck))
+  fi
+  echo "$1|$c|$2" >>"$times_file"
+}
+# cpu_ticks: sets $cpu to the CPU time (user + system, in clock ticks) used
+# so far by the calling shell's children that have ended, from
+# /proc/PID/stat (cutime and cstime); 0 where there is no /proc (macOS), so
+# the table shows 0 there.
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# It sets $cpu rather than printing it: in a $(...) it would read the
+# subshell's own children.
+cpu_ticks() {
+  cpu=0
+  [[ -r /proc/$BASHPID/stat ]] || return 0
+  local s
+  read -r s </proc/$BASHPID/stat
+  s=${s##*) }
+  # shellcheck disable=SC2086 # split into fields on purpose
+  set -- $s
+  cpu=$((${14} + ${15}))
+}
 if [[ -z $readmes_only ]]; then
-  step_start=$SECONDS
+  step_start=$SECONDS; cpu_ticks; cpu0=$cpu
   echo "test.sh: checking that every file names the pinned versions, and every upstream reference a real file"
   "$root/scripts/check-versions.sh" || checks_failed=1
   "$root/scripts/check-links.sh" || checks_failed=1
-  took $((SECONDS - step_start)) "versions and links (check-versions.sh, check-links.sh)"
+  took $((SECONDS - step_start)) "versions and links (check-versions.sh, check-links.sh)" "$cpu0"
 fi
 
 # Every module the run needs, downloaded once and up front: on a new machine
@@ -184,18 +211,18 @@ fi
 # each dependency, the highest version one of its modules selects, so that
 # covers it too (go mod download in the workspace would add to go.work.sum
 # the checksums of modules no build needs).
-step_start=$SECONDS
+step_start=$SECONDS; cpu_ticks; cpu0=$cpu
 echo "test.sh: downloading every module the run needs (go mod download; seconds when cached)"
 for m in $(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work) cluster kindnode/*/; do
   (cd "$m" && GOWORK=off go mod download) ||
     { echo "test.sh: go mod download failed in $m (is the Go module proxy reachable? go env GOPROXY says $(go env GOPROXY))"; exit 1; }
 done
-took $((SECONDS - step_start)) "modules downloaded (go mod download)"
+took $((SECONDS - step_start)) "modules downloaded (go mod download)" "$cpu0"
 
-step_start=$SECONDS
+step_start=$SECONDS; cpu_ticks; cpu0=$cpu
 "$root/scripts/build-labcluster.sh" || exit 1
 labcluster="$root/.cluster/bin/labcluster"
-took $((SECONDS - step_start)) "labcluster built (scripts/build-labcluster.sh)"
+took $((SECONDS - step_start)) "labcluster built (scripts/build-labcluster.sh)" "$cpu0"
 
 # Which cluster: `labcluster status` applies the rule labkit's test binaries
 # follow (clusterstate.Discover): $KUBECONFIG if set (it must answer, unless
@@ -257,12 +284,13 @@ readme_args=(-readmes)
 # step LABEL COMMAND...: one check of a lane, timed; a lane's status goes to
 # $tmp/LANE.rc when it ends.
 step() {
-  local label=$1 t=$SECONDS
+  local label=$1 t=$SECONDS cpu0
   shift
   [[ -e $tmp/stopping ]] && exit 130
   echo "test.sh: $label"
+  cpu_ticks; cpu0=$cpu
   "$@" || rc=1
-  took $((SECONDS - t)) "checks: $label"
+  took $((SECONDS - t)) "checks: $label" "$cpu0"
 }
 readme_lane() {
   rc=0
@@ -386,7 +414,7 @@ for m in $longest_first $modules; do
   echo "$m" >"$tmp/queue/$(printf '%03d' "$n")"
 done
 modules_worker() {
-  local f m start status
+  local f m start status cpu0
   while :; do
     [[ -e $tmp/stopping ]] && return 130
     f=$(ls "$tmp/queue" | head -n 1)
@@ -394,7 +422,7 @@ modules_worker() {
     mv "$tmp/queue/$f" "$tmp/running/$f" 2>/dev/null || continue
     m=$(cat "$tmp/running/$f")
     echo "$SECONDS" >"$tmp/running/$f.start"
-    start=$SECONDS
+    start=$SECONDS; cpu_ticks; cpu0=$cpu
     status=ok
     (module_checks "$m") >"$tmp/module-$f.log" 2>&1 </dev/null || status=FAIL
     until mkdir "$tmp/print.lock" 2>/dev/null; do sleep 0.1; done
@@ -402,7 +430,7 @@ modules_worker() {
     cat "$tmp/module-$f.log"
     rmdir "$tmp/print.lock"
     printf '%-5s %s (%ds)\n' "$status" "$m" $((SECONDS - start)) >>"$summary_file"
-    took $((SECONDS - start)) "modules: $m"
+    took $((SECONDS - start)) "modules: $m" "$cpu0"
     rm -f "$tmp/running/$f" "$tmp/running/$f.start" "$tmp/module-$f.log"
   done
 }
@@ -474,9 +502,9 @@ if ((in_git)) && [[ $(tree_state) != "$tree_before" ]]; then
 fi
 
 echo
-echo "test.sh times (seconds; the three lanes run at once):"
-sed 's/^\([0-9]*\)|\(.*\)$/  \1\t\2/' "$times_file" | awk -F'\t' '{printf "  %5d  %s\n", $1, $2}'
-echo "  $SECONDS  in all"
+echo "test.sh times (seconds: wall, and the CPU its processes used; the three lanes run at once on $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo "?") cores):"
+echo "   wall    cpu"
+awk -F'|' '{printf "  %5d  %5s  %s\n", $1, $2, $3; if ($2 != "-") cpu += $2} END {printf "  %5d  %5d  in all\n", '"$SECONDS"', cpu}' "$times_file"
 echo
 echo "test.sh summary:"
 passed=$(grep -c '^ok ' "$summary_file")
