@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// TestLabsViewServesThenStopsOnCtrlC runs `scripts/labs view` as the README
+// TestLabsViewServesThenStopsOnCtrlC runs `scripts/labs view` as docs/view.md
 // shows it, from the repository root, in its own process group (a
 // terminal's foreground job): it prints the page's URL on 127.0.0.1, the
 // page answers, and Ctrl-C stops everything: exit 0, "view: stopped", and
@@ -78,7 +78,7 @@ func TestLabsViewServesThenStopsOnCtrlC(t *testing.T) {
 	}
 }
 
-// labsView is `scripts/labs view` started as the README shows it, from the
+// labsView is `scripts/labs view` started as docs/view.md shows it, from the
 // repository root, in its own process group (a terminal's foreground job),
 // once it serves its page.
 type labsView struct {

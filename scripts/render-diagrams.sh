@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Render every mermaid block of every README.md to SVG with
+# Render every mermaid block of every README.md (and of the pages it moved
+# text to: docs/*.md, labs/*/DEEPER.md) to SVG with
 # @mermaid-js/mermaid-cli (pinned in tools/mermaid/package.json and its
 # package-lock.json), driving Debian's chromium; fail on the first block
 # that does not parse. Where the machine has no npm, print one SKIP line and
 # succeed.
 #
-#   scripts/render-diagrams.sh                 every README.md of the repository
+#   scripts/render-diagrams.sh                 every README.md, docs/*.md, labs/*/DEEPER.md
 #   scripts/render-diagrams.sh FILE.md ...     only these
 #
 # SVGs go to $DIAGRAMS_OUT (default .cluster/diagrams, git-ignored), named
@@ -78,7 +79,7 @@ if [[ $# -gt 0 ]]; then
   files=("$@")
 else
   files=()
-  while IFS= read -r f; do files+=("$f"); done < <(cd "$root" && git ls-files -co --exclude-standard -- '*README.md' | sort)
+  while IFS= read -r f; do files+=("$f"); done < <(cd "$root" && git ls-files -co --exclude-standard -- '*README.md' 'docs/*.md' 'labs/*/DEEPER.md' | sort)
 fi
 rendered=0
 for f in "${files[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the live view's screenshots in docs/view (the top README shows
+# Regenerate the live view's screenshots in docs/view (docs/view.md shows
 # relist.png): it runs the view's browser test (learn/view,
 # TestViewInABrowser), which drives chromium through the page's lessons and
 # saves a screenshot of each. Needs chromium (Debian: apt-get install
