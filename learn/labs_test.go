@@ -123,7 +123,7 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 		"✗ flush-when-idle",
 		"file:   labs/03-watchserver/watchserver/flush_exercise.go",
 		"fail TestFramesAreFlushedOnlyWhenNoEventIsWaiting (watchserver)",
-		"flushes = 6, want 2",
+		"with 6 flushes; want 2",
 		"next: write the TODO in labs/03-watchserver/watchserver/flush_exercise.go",
 		"scripts/labs hint 03 flush-when-idle",
 		"0 of 1 exercise(s) pass.",
