@@ -49,8 +49,8 @@ func waitOutput(t *testing.T, out *lockedBuffer, from int, want string, timeout 
 
 // TestWatchRechecksOnSave: `labs watch 09` checks a lab's exercises, then,
 // when the learner saves the stub solved, checks again within 2 s and says
-// "now passes"; saved broken again, "now fails". SIGTERM to its pid stops
-// it with "labs: interrupted", status 130. The lab is one of its own, lab
+// "now passes"; saved broken again, "now fails". SIGINT to its pid (a
+// terminal's Ctrl-C) stops it with "labs: interrupted", status 130. The lab is one of its own, lab
 // 09, whose test builds in a moment.
 func TestWatchRechecksOnSave(t *testing.T) {
 	t.Parallel() // a subprocess running go test in a lab of its own
@@ -93,7 +93,7 @@ func TestWatchRechecksOnSave(t *testing.T) {
 		at = waitOutput(t, &out, at, "watching labs/09-demo/ for changes", 10*time.Second)
 	}
 
-	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM) // labs alone, not its group
+	syscall.Kill(cmd.Process.Pid, syscall.SIGINT) // labs alone, not its group
 	err := waitExit(t, cmd, 30*time.Second)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.HasSuffix(out.String(), "\nlabs: interrupted\n") {
