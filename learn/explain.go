@@ -17,7 +17,7 @@ import (
 // without --verbose; briefWidth the characters of one line.
 const (
 	briefLines = 12
-	briefWidth = 160
+	briefWidth = 240
 )
 
 var (
@@ -36,7 +36,8 @@ func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
 
 // briefOutput is a failing test's output as check shows it: go test's
 // framing lines dropped, and so are the exercise note and goroutine dumps;
-// long lines cut at briefWidth, and at most briefLines lines. It returns the
+// a line longer than briefWidth keeps its start and its end, and at most
+// briefLines lines are kept. It returns the
 // lines, and how many it left out (lines, or parts of lines).
 func briefOutput(output string) (lines []string, cut int) {
 	raw := strings.Split(strings.TrimRight(output, "\n"), "\n")
@@ -67,7 +68,10 @@ func briefOutput(output string) (lines []string, cut int) {
 			i = j
 		}
 		if r := []rune(l); len(r) > briefWidth {
-			l = string(r[:briefWidth]) + fmt.Sprintf(" … (%d more characters)", len(r)-briefWidth)
+			// Its start and its end: the end of a quoted value is where a
+			// stray newline or space shows.
+			head, tail := briefWidth*3/4, briefWidth/4
+			l = string(r[:head]) + fmt.Sprintf(" …(%d characters)… ", len(r)-head-tail) + string(r[len(r)-tail:])
 			cut++
 		}
 		lines = append(lines, l)

@@ -66,7 +66,9 @@ func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
 		}
 	}
 	if d := eventsDiff(want, got, ended); d != "" {
-		t.Errorf("the app=web watch's events (a: created app=web, then labelled v=2, then relabelled app=db; b: app=db, created and deleted; z: app=web, created last); %s", d)
+		// a: created app=web, labelled v=2, relabelled app=db; b: app=db,
+		// created and deleted; z: app=web, created last.
+		t.Errorf("the app=web watch's events; %s", d)
 	}
 	// RV "0": the current state as ADDED, then everything.
 	wantAll := []string{"ADDED a " + start.ResourceVersion, "ADDED b", "MODIFIED a " + m.ResourceVersion,
