@@ -138,6 +138,12 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 	if strings.Contains(out, "goroutine ") {
 		t.Errorf("a stack trace in the check output:\n%s", out)
 	}
+	// About 20 lines for the exercise, without the exercise note that the
+	// test prints (check says the same in its own words).
+	exLines := strings.Count(out[strings.Index(out, "✗ flush-when-idle"):strings.Index(out, "0 of 1 exercise(s) pass.")], "\n")
+	if exLines > 20 || strings.Contains(out, "this test checks exercise") {
+		t.Errorf("the exercise takes %d lines (want at most 20), or repeats the test's exercise note:\n%s", exLines, out)
+	}
 	code, out = run(t, "", "check", "03", "flush-when-idle", "--solution")
 	if code != 0 || !strings.Contains(out, "✓ flush-when-idle") || !strings.Contains(out, "1 of 1 exercise(s) pass.") {
 		t.Fatalf("check --solution: exit %d, want 0 and the exercise passing\n%s", code, out)
