@@ -203,10 +203,21 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 	u.printf("\n%d of %d exercise(s) pass.\n", done, len(exs))
 	if !withCluster {
 		for _, ex := range exs {
+			var slow []string
 			for _, t := range ex.Tests {
 				if t.Cluster {
-					u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), t, ex.Name)
+					slow = append(slow, t.String())
 				}
+			}
+			switch {
+			case len(slow) == 1:
+				u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), slow[0], ex.Name)
+			case len(slow) > 1:
+				names := strings.Join(slow, ", ")
+				if len(slow) > 2 {
+					names = fmt.Sprintf("%s, %s and %d more", slow[0], slow[1], len(slow)-2)
+				}
+				u.printf("%s %d tests on a cluster also check %s (%s); run them with --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names)
 			}
 		}
 	}
