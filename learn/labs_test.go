@@ -144,6 +144,11 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 	if exLines > 20 || strings.Contains(out, "this test checks exercise") {
 		t.Errorf("the exercise takes %d lines (want at most 20), or repeats the test's exercise note:\n%s", exLines, out)
 	}
+	// --verbose: go test's output as it is, the exercise note included.
+	code, out = run(t, "", "check", "03", "flush-when-idle", "--verbose")
+	if code != 1 || !strings.Contains(out, "=== RUN   TestFramesAreFlushedOnlyWhenNoEventIsWaiting") || !strings.Contains(out, "this test checks exercise flush-when-idle") {
+		t.Errorf("check --verbose: exit %d, want 1 and go test's whole output\n%s", code, out)
+	}
 	code, out = run(t, "", "check", "03", "flush-when-idle", "--solution")
 	if code != 0 || !strings.Contains(out, "✓ flush-when-idle") || !strings.Contains(out, "1 of 1 exercise(s) pass.") {
 		t.Fatalf("check --solution: exit %d, want 0 and the exercise passing\n%s", code, out)
