@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,9 +77,13 @@ func run(args []string) int {
 	case "restart", "etcd":
 		// Two-word commands: "restart apiserver", "etcd compact"; "etcd
 		// kill MEMBER" and "etcd start MEMBER" take the member as well.
-		etcdCmd := cmd == "etcd" && len(args) > 0 && (args[0] == "compact" || args[0] == "kill" || args[0] == "start")
-		if len(args) == 0 || (cmd == "restart" && args[0] != "apiserver") || (cmd == "etcd" && !etcdCmd) {
-			fmt.Fprintln(os.Stderr, usage)
+		valid := map[string][]string{"restart": {"apiserver"}, "etcd": {"compact", "kill", "start"}}[cmd]
+		switch {
+		case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+			fmt.Fprintf(os.Stderr, "labcluster %s: name a subcommand: %s\n%s\n", cmd, strings.Join(valid, ", "), usage)
+			return 2
+		case !slices.Contains(valid, args[0]):
+			fmt.Fprintf(os.Stderr, "labcluster %s: unknown %q; labcluster %s takes %s\n%s\n", cmd, args[0], cmd, strings.Join(quoteAll(valid), ", "), usage)
 			return 2
 		}
 		cmd, args = cmd+" "+args[0], args[1:]
@@ -157,6 +162,15 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// quoteAll is each of words in double quotes.
+func quoteAll(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = strconv.Quote(w)
+	}
+	return out
 }
 
 func parseComponents(list string) ([]string, error) {

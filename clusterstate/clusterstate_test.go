@@ -165,3 +165,30 @@ func TestDiscover(t *testing.T) {
 		}
 	})
 }
+
+// TestProgramKubeconfig: a lab's program run by hand uses its flag; else the
+// workspace's .cluster/kubeconfig, saying so; else it fails with one line
+// that says what to start and export.
+func TestProgramKubeconfig(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "go.work"), []byte("go 1.26.0\n"), 0o644)
+	wd := filepath.Join(root, "labs", "01-watch-curl")
+	os.MkdirAll(wd, 0o755)
+	if kc, note, err := ProgramKubeconfig(wd, "/x/kubeconfig"); kc != "/x/kubeconfig" || note != "" || err != nil {
+		t.Errorf("with a flag: %q %q %v, want the flag's file and no note", kc, note, err)
+	}
+	_, _, err := ProgramKubeconfig(wd, "")
+	if err == nil || !strings.Contains(err.Error(), "scripts/cluster-up.sh") || !strings.Contains(err.Error(), "export KUBECONFIG=") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("no cluster up: error %v, want one line naming scripts/cluster-up.sh and what to export", err)
+	}
+	want := filepath.Join(root, ".cluster", "kubeconfig")
+	os.MkdirAll(filepath.Dir(want), 0o700)
+	os.WriteFile(want, []byte("apiVersion: v1\n"), 0o600)
+	kc, note, err := ProgramKubeconfig(wd, "")
+	if kc != want || err != nil || !strings.Contains(note, want) {
+		t.Errorf("a cluster up: %q %q %v, want %s and a note naming it", kc, note, err, want)
+	}
+	if _, _, err := ProgramKubeconfig(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "export KUBECONFIG=") {
+		t.Errorf("outside a workspace: error %v, want what to export", err)
+	}
+}

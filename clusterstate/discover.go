@@ -99,3 +99,27 @@ func found(kc, from string) (*Found, error) {
 	}
 	return f, nil
 }
+
+// ProgramKubeconfig is the kubeconfig a lab's program (lab 01's watch, lab
+// 02's listwatch, lab 05's informer and podsbynode) talks to when run by
+// hand: flagValue (its --kubeconfig, whose default is $KUBECONFIG) when set;
+// else, as the tests find it, the kubeconfig scripts/cluster-up.sh wrote in
+// the workspace around wd, and note says so in one line for the program to
+// print; else an error that says what to start and what to export. Unlike
+// client-go's default rules it never falls back to ~/.kube/config (a
+// learner's own cluster) or to the in-cluster config (two klog warnings and
+// "no configuration has been provided").
+func ProgramKubeconfig(wd, flagValue string) (kubeconfig, note string, err error) {
+	if flagValue != "" {
+		return flagValue, "", nil
+	}
+	root, rootErr := Root(wd)
+	if rootErr == nil {
+		kc := Dir(filepath.Join(root, DirName)).Kubeconfig()
+		if _, err := os.Stat(kc); err == nil {
+			return kc, fmt.Sprintf("using %s (this checkout's cluster; --kubeconfig or $KUBECONFIG picks another)", kc), nil
+		}
+		return "", "", fmt.Errorf("no --kubeconfig, no $KUBECONFIG, and no cluster up in this checkout: start one with scripts/cluster-up.sh (then this finds %s), or export KUBECONFIG=<your cluster's kubeconfig>", kc)
+	}
+	return "", "", errors.New("no --kubeconfig and no $KUBECONFIG: export KUBECONFIG=<the listwatch-labs checkout>/.cluster/kubeconfig (scripts/cluster-up.sh writes it)")
+}

@@ -8,3 +8,8 @@ import "github.com/listwatch-labs/listwatch-labs/labkit/textdiff"
 // exercises use it so that `scripts/labs check` shows where the output
 // goes wrong, not two listings to compare by eye.
 func Diff(want, got string) string { return textdiff.Show(want, got) }
+
+// Quote returns s between backquotes with its white space made visible (a
+// newline as \n, a trailing space as ·): for a message that shows a want
+// and a got a learner must tell apart.
+func Quote(s string) string { return textdiff.Quote(s) }

@@ -135,3 +135,29 @@ func TestLabclusterStatus(t *testing.T) {
 		}
 	})
 }
+
+// TestLabclusterNamesAnUnknownSubcommand: `labcluster etcd kil follower`
+// names the word it does not know and lists the ones it does, before the
+// usage (a usage alone leaves the learner to spot the typo).
+func TestLabclusterNamesAnUnknownSubcommand(t *testing.T) {
+	bin, err := LabclusterBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"etcd", "kil", "follower"}, `labcluster etcd: unknown "kil"; labcluster etcd takes "compact", "kill", "start"` + "\n"},
+		{[]string{"restart", "apiserve"}, `labcluster restart: unknown "apiserve"; labcluster restart takes "apiserver"` + "\n"},
+		{[]string{"etcd"}, "labcluster etcd: name a subcommand: compact, kill, start\n"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Dir = t.TempDir() // nothing of a cluster here, and none is created
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), tc.want) || !strings.Contains(string(out), "usage:") {
+			t.Errorf("labcluster %s: exit %v, output:\n%s\nwant status 2, first %q, then the usage", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+}

@@ -230,3 +230,71 @@ func TestKubectlWithNoCluster(t *testing.T) {
 		t.Errorf("output %q, want %q", out, want)
 	}
 }
+
+// copyScript copies scripts/NAME of this checkout into root's scripts/ (a
+// checkout of its own, where nothing is built or started) and returns its path.
+func copyScript(t *testing.T, root, name string) string {
+	t.Helper()
+	repo, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "scripts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "scripts", name)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestClusterUpNamesAnUnknownFlag: a mistyped flag of scripts/cluster-up.sh
+// is named in the script's own terms, with the flags it takes, before
+// anything is built (labcluster, which reads the flags, is not what the
+// learner typed, nor on PATH).
+func TestClusterUpNamesAnUnknownFlag(t *testing.T) {
+	root := t.TempDir()
+	script := copyScript(t, root, "cluster-up.sh")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--etcd-member", "3"}, `cluster-up: unknown flag or argument "--etcd-member"; cluster-up.sh takes one flag, --etcd-members 1|3|5`},
+		{[]string{"--etcd-members"}, "cluster-up: --etcd-members needs a number: 1, 3 or 5"},
+		{[]string{"kinf"}, `cluster-up: unknown kind of cluster "kinf" (embedded or kind)`},
+	} {
+		out, err := exec.Command(script, tc.args...).CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), tc.want) || strings.Contains(string(out), "labcluster") {
+			t.Errorf("cluster-up.sh %s: exit %v, output:\n%s\nwant status 2 and first %q, no word of labcluster", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+}
+
+// TestClusterDownSaysTheNextClusterIsEmpty: when scripts/cluster-down.sh
+// stops the embedded cluster, it says that the objects are gone and the next
+// cluster has a new port; when nothing ran, it does not. (A fake labcluster
+// in a checkout of its own.)
+func TestClusterDownSaysTheNextClusterIsEmpty(t *testing.T) {
+	const next = "cluster-down: its objects are gone; the next scripts/cluster-up.sh starts an empty cluster on a new port"
+	for _, said := range []string{"labcluster: stopped (logs kept in .cluster/logs)", "labcluster: nothing running in .cluster"} {
+		root := t.TempDir()
+		script := copyScript(t, root, "cluster-down.sh")
+		fake := filepath.Join(root, ".cluster", "bin", "labcluster")
+		os.MkdirAll(filepath.Dir(fake), 0o755)
+		if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+said+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cluster-down.sh: %v\n%s", err, out)
+		}
+		stopped := strings.HasSuffix(said, "logs)")
+		if got := strings.Contains(string(out), next); got != stopped || !strings.HasPrefix(string(out), said+"\n") {
+			t.Errorf("labcluster said %q; cluster-down.sh printed:\n%s\nwant labcluster's line, then the line about the next cluster: %v", said, out, stopped)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -105,18 +104,26 @@ func cmdList(ctx context.Context, u *ui, root string, labs []*Lab, noRun bool) i
 			u.printf("  %s %-28s %-12s %s\n", mark, ex.Name, state, u.dim(ex.Summary))
 		}
 	}
-	u.printf("\nnext: scripts/labs check NN [EXERCISE] (what fails and why), scripts/labs hint NN EXERCISE\n")
+	u.printf("\nnext: scripts/labs check NN [EXERCISE] (what fails and why), scripts/labs watch NN (checks again on every save), scripts/labs hint NN EXERCISE\n")
 	return 0
 }
 
-func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise, solution, withCluster bool) int {
+func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise, solution, withCluster, verbose bool) int {
+	_, code := checkOnce(ctx, u, root, lab, only, solution, withCluster, verbose)
+	return code
+}
+
+// checkOnce runs and shows one check of lab's exercises (only's, when it is
+// not nil) and returns which exercises pass, and check's exit code; pass is
+// nil when the tests could not run (an interrupt: code 130, or an error).
+func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise, solution, withCluster, verbose bool) (pass map[string]bool, code int) {
 	exs := lab.Exercises
 	if only != nil {
 		exs = []Exercise{*only}
 	}
 	if len(exs) == 0 {
 		fmt.Fprintf(u.err, "labs: lab %s has no exercises yet\n", lab.Num)
-		return 2
+		return nil, 2
 	}
 	mode := "exercise mode (go test -tags exercise: your code in the *_exercise.go stubs)"
 	if solution {
@@ -127,12 +134,13 @@ func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 	results, err := runTests(ctx, lab, refs, testRun{exercise: !solution, timeout: testTimeout, ui: u})
 	u.done()
 	if ctx.Err() != nil {
-		return interruptedCmd(u)
+		return nil, interruptedCmd(u)
 	}
 	if err != nil {
 		fmt.Fprintln(u.err, "labs:", err)
-		return 1
+		return nil, 1
 	}
+	pass = map[string]bool{}
 	u.printf("%s  %s, %s\n", u.bold("lab "+lab.Num), lab.Name, mode)
 	done := 0
 	for i := range exs {
@@ -147,6 +155,7 @@ func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 		}
 		rel := func(p string) string { r, _ := filepath.Rel(root, filepath.Join(lab.Dir, p)); return r }
 		if passed(mine) {
+			pass[ex.Name] = true
 			done++
 			u.printf("\n%s %s: %s\n", u.green("✓"), u.bold(ex.Name), ex.Summary)
 			for _, r := range mine {
@@ -156,13 +165,33 @@ func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 		}
 		u.printf("\n%s %s: %s\n", u.red("✗"), u.bold(ex.Name), ex.Summary)
 		u.printf("    file:   %s\n    README: %s\n", rel(ex.File), rel(ex.Readme))
+		// The first failing test in full (briefly, without --verbose); the
+		// others by name, or with --verbose each with go test's output as it is.
+		var others []string
+		first := true
 		for _, r := range mine {
-			if r.Status == "pass" || r.Status == "skip" {
+			switch {
+			case r.Status == "pass" || r.Status == "skip":
 				u.printf("    %s %s\n", u.green(r.Status), r.Ref)
-				continue
+			case verbose:
+				u.printf("    %s %s\n", u.red(r.Status), r.Ref)
+				for _, l := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
+					u.printf("      %s\n", l)
+				}
+			case first:
+				first = false
+				u.printf("    %s %s\n", u.red(r.Status), r.Ref)
+				lines, cut := briefOutput(r.Output)
+				explain(u, lines)
+				if cut > 0 {
+					u.printf("      %s\n", u.dim(fmt.Sprintf("... (%d more lines or parts of lines: scripts/labs check %s %s --verbose)", cut, lab.Num, ex.Name)))
+				}
+			default:
+				others = append(others, r.Ref.String())
 			}
-			u.printf("    %s %s\n", u.red(r.Status), r.Ref)
-			explain(u, r.Output)
+		}
+		if len(others) > 0 {
+			u.printf("    %s %s %s\n", u.red("also "+map[bool]string{true: "fails", false: "fail"}[len(others) == 1]+":"), strings.Join(others, ", "), u.dim("(--verbose shows why)"))
 		}
 		if solution {
 			u.printf("    %s the solution fails this test: the lab itself is broken, not your exercise\n", u.yellow("note:"))
@@ -174,85 +203,28 @@ func cmdCheck(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 	u.printf("\n%d of %d exercise(s) pass.\n", done, len(exs))
 	if !withCluster {
 		for _, ex := range exs {
+			var slow []string
 			for _, t := range ex.Tests {
 				if t.Cluster {
-					u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), t, ex.Name)
+					slow = append(slow, t.String())
 				}
+			}
+			switch {
+			case len(slow) == 1:
+				u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), slow[0], ex.Name)
+			case len(slow) > 1:
+				names := strings.Join(slow, ", ")
+				if len(slow) > 2 {
+					names = fmt.Sprintf("%s, %s and %d more", slow[0], slow[1], len(slow)-2)
+				}
+				u.printf("%s %d tests on a cluster also check %s (%s); run them with --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names)
 			}
 		}
 	}
 	if done != len(exs) {
-		return 1
+		return pass, 1
 	}
-	return 0
-}
-
-var (
-	noiseLine = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (FAIL|PASS|SKIP):|FAIL$|PASS$|ok\s)`)
-	gotLine   = regexp.MustCompile(`^\s*(\S+\.go:\d+: )?(got|body)\b:?\s*(.*)$`)
-	wantLine  = regexp.MustCompile(`^\s*(want|expected)\b:?\s*(.*)$`)
-)
-
-// explain prints a failing test's output at a glance: without go test's
-// framing lines, indented, and with a coloured diff where the output holds
-// a "got ... want ..." pair over several lines, or a diff of its own
-// (testscript's cmp prints one: "-" the golden line, "+" what came out).
-func explain(u *ui, output string) {
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(output, "\n"), "\n") {
-		if !noiseLine.MatchString(l) && strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 60 {
-		lines = append(append(lines[:20:20], "        ... ("+fmt.Sprint(len(lines)-50)+" lines) ..."), lines[len(lines)-30:]...)
-	}
-	// A multi-line got/want pair: diff it.
-	gi, wi := -1, -1
-	for i, l := range lines {
-		if gi < 0 && gotLine.MatchString(l) {
-			gi = i
-		} else if gi >= 0 && wi < 0 && wantLine.MatchString(l) {
-			wi = i
-		}
-	}
-	if gi >= 0 && wi > gi+1 {
-		got := strings.Join(trimAll(lines[gi+1:wi]), "\n")
-		end := wi + 1
-		for end < len(lines) && !strings.Contains(lines[end], ".go:") {
-			end++
-		}
-		want := strings.Join(trimAll(lines[wi+1:end]), "\n")
-		if got != "" && want != "" {
-			u.printf("      %s\n", u.dim(strings.TrimSpace(lines[gi])))
-			u.printf("      expected %s, got %s:\n", u.red("-"), u.green("+"))
-			for _, d := range lineDiff(want, got) {
-				u.printf("        %s\n", colourDiff(u, d))
-			}
-			lines = append(lines[:gi:gi], lines[end:]...)
-		}
-	}
-	// A one-line got/want pair: say which is which, in colour.
-	if gi >= 0 && wi == gi+1 {
-		got := gotLine.FindStringSubmatch(lines[gi])
-		want := wantLine.FindStringSubmatch(lines[wi])
-		if got[3] != "" && want[2] != "" {
-			u.printf("      %s\n", u.dim(strings.TrimSpace(got[1])))
-			u.printf("      expected: %s\n      got:      %s\n", u.red(want[2]), u.green(got[3]))
-			lines = append(lines[:gi:gi], lines[wi+1:]...)
-		}
-	}
-	for _, l := range lines {
-		u.printf("      %s\n", colourDiff(u, strings.TrimPrefix(l, "    ")))
-	}
-}
-
-func trimAll(ls []string) []string {
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = strings.TrimSpace(l)
-	}
-	return out
+	return pass, 0
 }
 
 func colourDiff(u *ui, l string) string {

@@ -123,7 +123,7 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 		"✗ flush-when-idle",
 		"file:   labs/03-watchserver/watchserver/flush_exercise.go",
 		"fail TestFramesAreFlushedOnlyWhenNoEventIsWaiting (watchserver)",
-		"flushes = 6, want 2",
+		"with 6 flushes; want 2",
 		"next: write the TODO in labs/03-watchserver/watchserver/flush_exercise.go",
 		"scripts/labs hint 03 flush-when-idle",
 		"0 of 1 exercise(s) pass.",
@@ -137,6 +137,17 @@ func TestCheckFailsReadablyThenPassesSolved(t *testing.T) {
 	}
 	if strings.Contains(out, "goroutine ") {
 		t.Errorf("a stack trace in the check output:\n%s", out)
+	}
+	// About 20 lines for the exercise, without the exercise note that the
+	// test prints (check says the same in its own words).
+	exLines := strings.Count(out[strings.Index(out, "✗ flush-when-idle"):strings.Index(out, "0 of 1 exercise(s) pass.")], "\n")
+	if exLines > 20 || strings.Contains(out, "this test checks exercise") {
+		t.Errorf("the exercise takes %d lines (want at most 20), or repeats the test's exercise note:\n%s", exLines, out)
+	}
+	// --verbose: go test's output as it is, the exercise note included.
+	code, out = run(t, "", "check", "03", "flush-when-idle", "--verbose")
+	if code != 1 || !strings.Contains(out, "=== RUN   TestFramesAreFlushedOnlyWhenNoEventIsWaiting") || !strings.Contains(out, "this test checks exercise flush-when-idle") {
+		t.Errorf("check --verbose: exit %d, want 1 and go test's whole output\n%s", code, out)
 	}
 	code, out = run(t, "", "check", "03", "flush-when-idle", "--solution")
 	if code != 0 || !strings.Contains(out, "✓ flush-when-idle") || !strings.Contains(out, "1 of 1 exercise(s) pass.") {

@@ -4,6 +4,7 @@
 //
 //	labs                          every lab and exercise, with its state (done / failing / not started)
 //	labs check NN [EXERCISE]      run the exercises' tests in exercise mode: expected, got, next step
+//	labs watch NN [EXERCISE]      check, then check again on every save of a file of the lab
 //	labs hint NN EXERCISE         the next hint (graded: a nudge first, almost the answer last)
 //	labs run NN                   the lab's demo against the cluster, step by step
 //	labs reset NN EXERCISE        put the stub back (as committed in git; asks first, keeps a copy; --yes)
@@ -44,7 +45,8 @@ func main() {
 
 const usage = `usage:
   labs                          list every lab and exercise with its state
-  labs check NN [EXERCISE]      check a lab's exercises (exercise mode); --solution: without the stubs; --cluster: also the cluster tests
+  labs check NN [EXERCISE]      check a lab's exercises (exercise mode); --verbose: all of go test's output; --solution: without the stubs; --cluster: also the cluster tests
+  labs watch NN [EXERCISE]      check again each time you save a file of the lab, and say what now passes (Ctrl-C stops)
   labs hint NN EXERCISE         show the next hint
   labs run NN                   run the lab's demo against the cluster
   labs reset NN EXERCISE        restore the exercise's stub (asks first when you changed it, keeping a copy; --yes: do not ask)
@@ -77,6 +79,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	solution := fs.Bool("solution", false, "check: run the tests without the stubs (the lab as shipped without -tags exercise)")
 	cluster := fs.Bool("cluster", false, "check, verify: also run the exercises' tests that need a cluster (slow in exercise mode)")
 	full := fs.Bool("full", false, "verify: also check that in exercise mode every test the exercises do not list passes (so only theirs fail)")
+	verbose := fs.Bool("verbose", false, "check, watch: every failing test, with go test's whole output")
 	yes := fs.Bool("yes", false, "solution, reset: do not ask for confirmation")
 	noRun := fs.Bool("no-run", false, "list: do not run tests; show cached states only")
 	writes := fs.Int("writes", 0, "trace: how many ConfigMaps to write through each stack (default 100)")
@@ -130,7 +133,22 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				return 2
 			}
 		}
-		return cmdCheck(ctx, u, root, l, only, *solution, *cluster)
+		return cmdCheck(ctx, u, root, l, only, *solution, *cluster, *verbose)
+	case "watch":
+		if !need(1) {
+			return 2
+		}
+		l, ok := lab()
+		if !ok {
+			return 2
+		}
+		var only *Exercise
+		if len(pos) > 1 {
+			if only, ok = exercise(l); !ok {
+				return 2
+			}
+		}
+		return cmdWatch(ctx, u, root, l, only, *verbose)
 	case "hint", "reset", "solution":
 		if !need(1) {
 			return 2

@@ -222,6 +222,14 @@ func TestCheckStopsOnSIGTERMToItsPid(t *testing.T) {
 	testCheckStopsOnSignalToItsPid(t, syscall.SIGTERM)
 }
 
+// TestCheckStopsOnSIGINTToItsPid: the same for Ctrl-C, which a terminal
+// sends to labs alone (its go test runs in a process group of its own):
+// "labs: interrupted", not "labs: context canceled" (P14 of the learner walk
+// at 2525b38, which `check 04` printed before labs passed signals on).
+func TestCheckStopsOnSIGINTToItsPid(t *testing.T) {
+	testCheckStopsOnSignalToItsPid(t, syscall.SIGINT)
+}
+
 // TestCheckStopsOnSIGHUPToItsPid: the same when the terminal closes. go
 // test runs in a process group of its own, which the terminal's hang-up
 // does not reach: labs stops it.

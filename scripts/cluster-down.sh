@@ -9,13 +9,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -f "$root/.cluster/kind" ]]; then
   "$root/.cluster/bin/kind" delete cluster --name listwatch-labs --kubeconfig "$root/.cluster/kubeconfig"
   rm -f "$root/.cluster/kind" "$root/.cluster/kubeconfig"
+  echo "cluster-down: its objects are gone; the next scripts/cluster-up.sh kind starts an empty cluster on a new port (restart programs that watched this one)"
   # kind leaves the Docker network it made ("kind") for the next cluster;
   # remove it when no container is on it (another kind cluster may be).
   if [[ "$(docker network inspect kind --format '{{len .Containers}}' 2>/dev/null)" == 0 ]]; then
     docker network rm kind >/dev/null && echo "cluster-down: removed the Docker network kind made"
   fi
 elif [[ -x "$root/.cluster/bin/labcluster" ]]; then
-  "$root/.cluster/bin/labcluster" down --dir "$root/.cluster"
+  out=$("$root/.cluster/bin/labcluster" down --dir "$root/.cluster")
+  echo "$out"
+  # What a learner would otherwise find out by surprise: labcluster keeps
+  # nothing from one run to the next (cluster/supervisor.go, newSupervisor:
+  # each start removes the old etcd data and credentials and picks free
+  # ports).
+  if [[ $out == "labcluster: stopped"* ]]; then
+    echo "cluster-down: its objects are gone; the next scripts/cluster-up.sh starts an empty cluster on a new port (restart programs that watched this one)"
+  fi
 else
   echo "cluster-down: nothing to stop"
 fi

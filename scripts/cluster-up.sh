@@ -15,7 +15,33 @@ if [[ $# -gt 0 && $1 != -* ]]; then
   asked=yes
   shift
 fi
+cluster_up_usage="usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind]"
+if [[ $mode != embedded && $mode != kind ]]; then
+  echo "cluster-up: unknown kind of cluster \"$mode\" (embedded or kind)" >&2
+  echo "$cluster_up_usage" >&2
+  exit 2
+fi
 # What is left are labcluster's flags (embedded only): --etcd-members N.
+# They are checked here, so that a mistyped one is named in this script's
+# terms (labcluster, which would read them, is not what the learner typed).
+for ((i = 1; i <= $#; i++)); do
+  a=${!i}
+  case "$a" in
+  --etcd-members=* | -etcd-members=*) ;;
+  --etcd-members | -etcd-members)
+    if ((i == $#)); then
+      echo "cluster-up: --etcd-members needs a number: 1, 3 or 5" >&2
+      exit 2
+    fi
+    i=$((i + 1))
+    ;;
+  *)
+    echo "cluster-up: unknown flag or argument \"$a\"; cluster-up.sh takes one flag, --etcd-members 1|3|5 (the embedded cluster's etcd members)" >&2
+    echo "$cluster_up_usage" >&2
+    exit 2
+    ;;
+  esac
+done
 if [[ $# -gt 0 && $mode != embedded ]]; then
   echo "cluster-up: $* is for the embedded cluster, not $mode" >&2
   exit 2
@@ -95,8 +121,8 @@ kind)
   trap - INT TERM
   chmod 600 "$kubeconfig"
   ;;
-*)
-  echo "usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind]" >&2
+*) # checked above
+  echo "$cluster_up_usage" >&2
   exit 2
   ;;
 esac

@@ -99,12 +99,15 @@ func Show(want, got string) string {
 	fmt.Fprintf(&b, "first difference at line %d (- want, + got):\n", line+1)
 	marked := false
 	for _, l := range Hunks(diff, 2) {
-		b.WriteString(l)
+		b.WriteString(l[:2] + VisibleLine(l[2:]))
 		if !marked && !strings.HasPrefix(l, "  ") {
 			b.WriteString("   <- first difference")
 			marked = true
 		}
 		b.WriteString("\n")
+	}
+	if wn, gn := strings.HasSuffix(want, "\n"), strings.HasSuffix(got, "\n"); wn != gn {
+		fmt.Fprintf(&b, "and the final newline differs: want ends %q, got ends %q\n", tail(want), tail(got))
 	}
 	// The first "-" line and the "+" line that replaced it: mark where they part.
 	if first+1 < len(diff) && strings.HasPrefix(diff[first], "- ") {
@@ -152,4 +155,42 @@ func tail(s string) string {
 		return "..." + s[len(s)-20:]
 	}
 	return s
+}
+
+// VisibleLine returns one line of text with the white space a terminal does
+// not show made visible: each space or tab at its end as "·" or "→", a tab
+// inside it as "→", a carriage return as "\r" and any other control
+// character in Go's \x form. A diff line that differs from another only by
+// a trailing space then shows where.
+func VisibleLine(l string) string {
+	end := len(strings.TrimRight(l, " \t"))
+	var b strings.Builder
+	for i, r := range l {
+		switch {
+		case r == ' ' && i >= end:
+			b.WriteString("·")
+		case r == '\t':
+			b.WriteString("→")
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < ' ' || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Quote returns s between backquotes with its white space made visible, for
+// a message that shows a value a learner must compare with another: a
+// newline as \n (a trailing one too, which %v would print as a line break
+// no one sees), the rest as VisibleLine does. Unlike %q it leaves double
+// quotes alone, so JSON stays readable.
+func Quote(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = VisibleLine(l)
+	}
+	return "`" + strings.Join(lines, `\n`) + "`"
 }

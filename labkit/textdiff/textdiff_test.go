@@ -46,3 +46,32 @@ func TestShow(t *testing.T) {
 		t.Errorf("Show of a missing final newline = %q", s)
 	}
 }
+
+// TestShowMakesWhiteSpaceVisible: two lines that differ only by a trailing
+// space or a tab look the same on a terminal; the diff marks them.
+func TestShowMakesWhiteSpaceVisible(t *testing.T) {
+	s := Show("resume at \nx\n", "resume at\nx\n")
+	if !strings.Contains(s, "- resume at·") || !strings.Contains(s, "+ resume at\n") {
+		t.Errorf("a trailing space is not visible:\n%s", s)
+	}
+	s = Show("a\tb\n", "a b\n")
+	if !strings.Contains(s, "- a→b") {
+		t.Errorf("a tab is not visible:\n%s", s)
+	}
+	s = Show("a\nb\n", "a\nc")
+	if !strings.Contains(s, "final newline differs") {
+		t.Errorf("a missing final newline beside another difference is not said:\n%s", s)
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"code":500}` + "\n": "`{\"code\":500}\\n`",
+		"a \tb  ":             "`a →b··`",
+		"x\r\n":               "`x\\r\\n`",
+	} {
+		if got := Quote(in); got != want {
+			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

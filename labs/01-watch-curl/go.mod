@@ -54,7 +54,7 @@ require (
 // The workspace's own modules, by relative path: the module builds, vets
 // and tidies on its own (GOWORK=off) as well as in go.work.
 require (
-	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0 // indirect
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
 )
 

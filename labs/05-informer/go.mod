@@ -105,7 +105,7 @@ require (
 // The workspace's own modules, by relative path: the module builds, vets
 // and tidies on its own (GOWORK=off) as well as in go.work.
 require (
-	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0 // indirect
+	github.com/listwatch-labs/listwatch-labs/clusterstate v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labkit v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher v0.0.0
 	github.com/listwatch-labs/listwatch-labs/labs/03-watchserver v0.0.0 // indirect

@@ -156,12 +156,23 @@ func TestOpenRefused(t *testing.T) {
 		io.WriteString(w, status+"\n")
 	}))
 	defer srv.Close()
-	_, err := Open(t.Context(), srv.Client(), URL(srv.URL+"/", "lab", "configmaps", Options{ResourceVersion: "abc"}))
-	var httpErr *HTTPError
-	if !errors.As(err, &httpErr) || httpErr.Code != 500 || httpErr.Body != status {
-		t.Fatalf("got %v, want HTTP 500 with the Status body", err)
+	// Runs before goleak's check (defers run last first), also when the
+	// test fails: a failure shows the message, not a goroutine dump.
+	defer srv.Client().CloseIdleConnections()
+	body, err := Open(t.Context(), srv.Client(), URL(srv.URL+"/", "lab", "configmaps", Options{ResourceVersion: "abc"}))
+	if body != nil {
+		body.Close() // the stream it should not have opened
 	}
-	srv.Client().CloseIdleConnections()
+	var httpErr *HTTPError
+	switch {
+	case err == nil:
+		t.Fatalf("Open returned no error (a stream), want an *HTTPError: HTTP 500, body %s", labkit.Quote(status))
+	case !errors.As(err, &httpErr):
+		t.Fatalf("Open returned %T %s, want an *HTTPError: HTTP 500, body %s", err, labkit.Quote(err.Error()), labkit.Quote(status))
+	case httpErr.Code != 500 || httpErr.Body != status:
+		// Both bodies quoted: a stray newline shows as \n, a trailing space as ·.
+		t.Fatalf("Open returned an *HTTPError that differs:\n  want: HTTP 500, body %s\n  got:  HTTP %d, body %s", labkit.Quote(status), httpErr.Code, labkit.Quote(httpErr.Body))
+	}
 }
 
 // TestOnlyStandardLibrary: the package's doc promises net/http and

@@ -98,7 +98,7 @@ func TestFramesAreFlushedOnlyWhenNoEventIsWaiting(t *testing.T) {
 	// One flush for the headers, one after the fifth event: while events
 	// 1-4 were written, another was already waiting in the channel.
 	if rec.flushes != 2 {
-		t.Fatalf("flushes = %d, want 2 (headers, then once the queue is empty); flush only when len(events) == 0", rec.flushes)
+		t.Fatalf("5 events, all already waiting in the channel, were written with %d flushes; want 2: one for the headers, one after the fifth event, when no other was waiting (a flush between two waiting events is a write to the client that buys nothing)", rec.flushes)
 	}
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type = %q", ct)

@@ -3,6 +3,7 @@ package cacher
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,38 +48,99 @@ func TestWatchFromRVSelectorsAndDeletedOnMismatch(t *testing.T) {
 	m := e.update(t, "ns", "a", func(p *v1.Pod) { p.Labels["v"] = "2" })
 	relabeled := e.update(t, "ns", "a", func(p *v1.Pod) { p.Labels["app"] = "db" })
 	d := e.delete(t, "ns", "b")
+	// z, written last and matching both watches, is a sync marker: a watch
+	// delivers in RV order, so once z is in, an expected event not seen
+	// before it never will be, and the test says which without waiting.
+	z := e.create(t, "ns", "z", "", map[string]string{"app": "web"})
+	marker := "ADDED z " + z.ResourceVersion
 
 	// The selector watcher: only a, and the relabel arrives as DELETED with
 	// a's last matching state at the relabel's RV.
-	want := []string{"MODIFIED a " + m.ResourceVersion, "DELETED a " + relabeled.ResourceVersion}
+	want := []string{"MODIFIED a " + m.ResourceVersion, "DELETED a " + relabeled.ResourceVersion, marker}
 	var got []string
-	for range want {
-		ev := next(t, w)
+	evs, ended := eventsUntil(w, marker, len(want)+3)
+	for _, ev := range evs {
 		got = append(got, describe(ev))
 		if ev.Type == watch.Deleted && podOf(ev).Labels["app"] != "web" {
 			t.Errorf("DELETED carries labels %v, want the last matching state", podOf(ev).Labels)
 		}
 	}
-	if d := labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
+	if d := eventsDiff(want, got, ended); d != "" {
+		// a: created app=web, labelled v=2, relabelled app=db; b: app=db,
+		// created and deleted; z: app=web, created last.
 		t.Errorf("the app=web watch's events; %s", d)
 	}
 	// RV "0": the current state as ADDED, then everything.
 	wantAll := []string{"ADDED a " + start.ResourceVersion, "ADDED b", "MODIFIED a " + m.ResourceVersion,
-		"MODIFIED a " + relabeled.ResourceVersion, "DELETED b " + d.ResourceVersion}
+		"MODIFIED a " + relabeled.ResourceVersion, "DELETED b " + d.ResourceVersion, marker}
 	got = nil
-	for _, wantEv := range wantAll {
-		ev := describe(next(t, all))
-		if wantEv == "ADDED b" && strings.HasPrefix(ev, "ADDED b ") {
+	evs, ended = eventsUntil(all, marker, len(wantAll)+3)
+	for _, e := range evs {
+		ev := describe(e)
+		if strings.HasPrefix(ev, "ADDED b ") {
 			ev = "ADDED b" // b's RV is not known here
 		}
 		got = append(got, ev)
 	}
-	if d := labkit.Diff(strings.Join(wantAll, "\n"), strings.Join(got, "\n")); d != "" {
-		t.Errorf("the watch from RV 0; %s", d)
+	if d := eventsDiff(wantAll, got, ended); d != "" {
+		t.Errorf("the watch from RV 0 (no selector); %s", d)
 	}
 	if n := e.store.Opened.Load(); n != 1 {
 		t.Errorf("%d storage watches opened, want 1", n)
 	}
+}
+
+// eventsUntil reads w's events until the one describe calls last (a sync
+// marker written after the events under test), or max events, or a 10 s
+// wait for the next one (the watch delivers nothing more: only then does it
+// wait). ended says why it stopped when it was not the marker.
+func eventsUntil(w watch.Interface, last string, max int) (evs []watch.Event, ended string) {
+	for len(evs) < max {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return evs, "the watch closed"
+			}
+			evs = append(evs, ev)
+			if describe(ev) == last {
+				return evs, ""
+			}
+		case <-time.After(10 * time.Second):
+			return evs, "no event came in 10s"
+		}
+	}
+	return evs, fmt.Sprintf("%d events came and none was %s", max, last)
+}
+
+// eventsDiff is "" when got is want, and otherwise names the events missing
+// from got and the ones it should not have, then the diff.
+func eventsDiff(want, got []string, ended string) string {
+	d := labkit.Diff(strings.Join(want, "\n"), strings.Join(got, "\n"))
+	if d == "" {
+		return ""
+	}
+	var missing, extra []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	var b strings.Builder
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "missing: %s; ", strings.Join(missing, ", "))
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(&b, "not expected: %s; ", strings.Join(extra, ", "))
+	}
+	if ended != "" {
+		fmt.Fprintf(&b, "the events below are all that came (%s); ", ended)
+	}
+	return b.String() + d
 }
 
 func TestTriggerOffersAWatcherOnlyItsNodesEvents(t *testing.T) {

@@ -157,24 +157,24 @@ func TestTimeBudget(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	b := newTimeBudget(clk)
 	if got := b.takeAvailable(); got != 0 {
-		t.Errorf("at start: %v, want 0", got)
+		t.Errorf("take at start: got %v, want 0 (nothing has refilled yet)", got)
 	}
 	clk.Step(time.Second)
 	if got := b.takeAvailable(); got != 50*time.Millisecond {
-		t.Errorf("after 1 s: %v, want 50ms", got)
+		t.Errorf("take 1 s later: got %v, want 50ms (the budget refills 50 ms per second)", got)
 	}
 	// Taking empties it; unused time comes back.
 	b.returnUnused(30 * time.Millisecond)
 	if got := b.takeAvailable(); got != 30*time.Millisecond {
-		t.Errorf("after returning 30ms: %v", got)
+		t.Errorf("take right after returning 30ms unused: got %v, want 30ms", got)
 	}
 	clk.Step(time.Minute)
 	if got := b.takeAvailable(); got != 100*time.Millisecond {
-		t.Errorf("after 1 min: %v, want the 100ms cap", got)
+		t.Errorf("take 1 min later: got %v, want 100ms (the cap)", got)
 	}
 	b.returnUnused(time.Second)
 	if got := b.takeAvailable(); got != 100*time.Millisecond {
-		t.Errorf("returning 1s: %v, want the 100ms cap", got)
+		t.Errorf("take after returning 1s unused: got %v, want 100ms (the cap)", got)
 	}
 }
 

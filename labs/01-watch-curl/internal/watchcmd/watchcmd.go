@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/listwatch-labs/listwatch-labs/labs/01-watch-curl/watchapi"
 )
 
@@ -34,7 +35,7 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default $KUBECONFIG, else this checkout's .cluster/kubeconfig)")
 	ns := fs.String("n", "default", "namespace")
 	var o watchapi.Options
 	fs.StringVar(&o.ResourceVersion, "rv", "", "resourceVersion to watch from (empty: the current state first)")
@@ -58,7 +59,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "watch: %v\n", err)
 		return 1
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	kc, note, err := clusterstate.ProgramKubeconfig(".", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "watch: %v\n", err)
+		return 2
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "watch: %s\n", note)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		return fail(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 )
 
@@ -46,7 +47,7 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("listwatch", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	kubeconfig := flags.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default $KUBECONFIG, then ~/.kube/config)")
+	kubeconfig := flags.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default $KUBECONFIG, else this checkout's .cluster/kubeconfig)")
 	namespace := flags.String("namespace", "default", "`namespace` to list and watch (\"\" for all)")
 	flags.StringVar(namespace, "n", "default", "short for --namespace")
 	resource := flags.String("resource", "configmaps", "core/v1 `resource` (plural): configmaps, pods, secrets ...")
@@ -78,9 +79,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	kc, note, err := clusterstate.ProgramKubeconfig(".", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "listwatch: %v\n", err)
+		return 2
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "listwatch: %s\n", note)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		fmt.Fprintln(stderr, "listwatch:", err)
 		return 1

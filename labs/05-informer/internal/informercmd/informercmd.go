@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 	"github.com/listwatch-labs/listwatch-labs/labs/05-informer/informer"
 )
@@ -44,7 +45,7 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("informer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (default $KUBECONFIG, else this checkout's .cluster/kubeconfig)")
 	namespace := fs.String("n", "default", "namespace to list and watch")
 	resource := fs.String("resource", "configmaps", "what to inform on: configmaps or pods")
 	selector := fs.String("l", "", "label selector")
@@ -71,11 +72,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "informer: -l %q: %v\n", *selector, err)
 		return 2
 	}
-	if *kubeconfig == "" {
-		fmt.Fprintln(stderr, "informer: no --kubeconfig and no $KUBECONFIG")
+	kc, note, err := clusterstate.ProgramKubeconfig(".", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "informer: %v\n", err)
 		return 2
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if note != "" {
+		fmt.Fprintf(stderr, "informer: %s\n", note)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		fmt.Fprintf(stderr, "informer: %v\n", err)
 		return 1

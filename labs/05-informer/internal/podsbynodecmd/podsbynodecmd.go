@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/listwatch-labs/listwatch-labs/clusterstate"
 	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
 	"github.com/listwatch-labs/listwatch-labs/labs/05-informer/informer"
 	"github.com/listwatch-labs/listwatch-labs/labs/05-informer/podsbynode"
@@ -34,18 +35,26 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("podsbynode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (default $KUBECONFIG, else this checkout's .cluster/kubeconfig)")
 	namespace := fs.String("n", "default", "namespace of the pods to count, and of the ConfigMap")
 	configMap := fs.String("configmap", "pods-per-node", "the ConfigMap to publish the counts in")
 	outFile := fs.String("out", "", "also keep the counts in this file (\"node count\" lines)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 || *kubeconfig == "" {
-		fmt.Fprintln(stderr, "usage: podsbynode --kubeconfig FILE -n NAMESPACE [--configmap NAME] [--out FILE]")
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: podsbynode [--kubeconfig FILE] -n NAMESPACE [--configmap NAME] [--out FILE]")
 		return 2
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	kc, note, err := clusterstate.ProgramKubeconfig(".", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "podsbynode: %v\n", err)
+		return 2
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "podsbynode: %s\n", note)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		fmt.Fprintf(stderr, "podsbynode: %v\n", err)
 		return 1
