@@ -167,6 +167,11 @@ func (cv *converter) convert(name, body string) (string, int) {
 			}
 			continue
 		}
+		if r.MoreRanges {
+			fmt.Printf("link-citations: %s: %s: one range per citation: cite the next range in full, with the identifier it holds before it\n", r.Where, r.Text)
+			cv.bad = true
+			continue
+		}
 		text, url, err := citations.Link(r, dir, cv.pins)
 		if err != nil {
 			fmt.Printf("link-citations: %s: %s: %v\n", r.Where, r.Text, err)

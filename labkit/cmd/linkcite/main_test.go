@@ -85,16 +85,23 @@ func TestConvert(t *testing.T) {
 }
 
 // TestConvertFailsOnWhatDoesNotExist: a citation of a file the module does
-// not have is left as it is, and the run fails.
+// not have, of a version there is not, or of two ranges is left as it is,
+// and the run fails.
 func TestConvertFailsOnWhatDoesNotExist(t *testing.T) {
 	mods, err := citations.NewModules()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cv := &converter{mods: mods}
-	in := "`x` (k8s.io/apiserver" + at + "v0.36.4/pkg/endpoints/handlers/watch_encoder.go:1)"
-	if got, n := cv.convert("README.md", in); got != in || n != 0 || !cv.bad {
-		t.Errorf("an invented file: %q, %d linked, failed %v; want it unchanged and a failure", got, n, cv.bad)
+	for _, in := range []string{
+		"`x` (k8s.io/apiserver" + at + "v0.36.4/pkg/endpoints/handlers/watch_encoder.go:1)",
+		"`x` (k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher/cacher.go:1, 5)",
+		"`x` (k8s.io/apiserver" + at + "v0.99.0/pkg/storage/cacher/cacher.go:1)",
+	} {
+		cv.bad = false
+		if got, n := cv.convert("README.md", in); got != in || n != 0 || !cv.bad {
+			t.Errorf("%s: %q, %d linked, failed %v; want it unchanged and a failure", in, got, n, cv.bad)
+		}
 	}
 }
 
