@@ -16,7 +16,9 @@
 //
 //   - In Markdown, a citation is a link: a module path outside a fenced code
 //     block, a code span or an HTML comment fails, and its failure gives the
-//     link to write instead (scripts/link-citations.sh writes them all).
+//     link to write instead (scripts/link-citations.sh writes them all). In
+//     an HTML block (from a line that starts with <details>, <p>, <td>... up
+//     to a blank line) Markdown is not read: a link there is <a href="...">.
 //     Go files, scripts and exercises keep the module path.
 //   - PATH exists in that module at that version (in the Go module cache,
 //     downloaded if missing). A PACKAGE.Symbol path (tools/cache.NewIndexer)
@@ -264,6 +266,9 @@ func (c *checker) check(name string, r ref) {
 		return
 	}
 	c.bare(name, r, dir)
+	if r.Link && r.LinkText != "" && r.InHTML && !r.InCode {
+		c.fail(r, "in an HTML block (up to a blank line) Markdown's [%s](...) is not read: write <a href=\"...\">%s</a>, or put a blank line before it", r.LinkText, r.LinkText)
+	}
 	if r.Link && r.LinkText != "" {
 		if m := linkTextLines.FindStringSubmatch(r.LinkText); m != nil {
 			from, _ := strconv.Atoi(m[2])
@@ -324,6 +329,10 @@ func (c *checker) bare(name string, r ref, modDir string) {
 	text, url, err := citations.Link(r, modDir, c.pins)
 	if err != nil {
 		c.fail(r, "write it as a link (%v)", err)
+		return
+	}
+	if r.InHTML {
+		c.fail(r, "write it as a link: <a href=\"%s\">%s</a> (in an HTML block, where Markdown's links are not read)", url, text)
 		return
 	}
 	c.fail(r, "write it as a link: [%s](%s)", text, url)

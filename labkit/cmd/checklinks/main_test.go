@@ -117,6 +117,12 @@ func TestDriftedLinkFails(t *testing.T) {
 		"text that names another file": {
 			"The `isExpiredError` case ([watch.go:646-651](" + linkReflector + "#L646-L651)).\n",
 			"its text [watch.go:646-651] names another file"},
+		"a Markdown link in an HTML block": {
+			"<details><summary>Answer</summary>\n<code>isExpiredError</code> ([reflector.go:646-651](" + linkReflector + "#L646-L651))\n</details>\n",
+			"in an HTML block (up to a blank line) Markdown's [reflector.go:646-651](...) is not read"},
+		"a plain citation in an HTML block": {
+			"<p><code>isExpiredError</code> (" + plainReflector + ":646-651)</p>\n",
+			"write it as a link: <a href=\"" + linkReflector + "#L646-L651\">reflector.go:646-651</a>"},
 		"a link into kind": {
 			"`Provision` ([create.go:102-142](https://github.com/kubernetes-sigs/kind/blob" + "/v0.33.0/pkg/cluster/internal/create/create.go#L10-L12)).\n",
 			"lines 10-12 do not hold `Provision`"},
@@ -131,7 +137,8 @@ func TestDriftedLinkFails(t *testing.T) {
 	}
 	good := "`Provision` ([create.go:102-142](https://github.com/kubernetes-sigs/kind/blob" + "/v0.33.0/pkg/cluster/internal/create/create.go#L102-L142)),\n" +
 		"`progressReportInterval` ([watch.go:87](https://github.com/etcd-io/etcd/blob" + "/v3.6.8/server/etcdserver/api/v3rpc/watch.go#L87)),\n" +
-		"`isExpiredError` ([client-go reflector.go:646-651](" + linkReflector + "#L646-L651)).\n"
+		"`isExpiredError` ([client-go reflector.go:646-651](" + linkReflector + "#L646-L651)).\n" +
+		"<details><summary>Answer</summary>\n<code>isExpiredError</code> (<a href=\"" + linkReflector + "#L646-L651\">reflector.go:646-651</a>)\n</details>\n"
 	if out, code := checkTree(t, map[string]string{"README.md": good}); code != 0 {
 		t.Errorf("good links: exit %d, output:\n%s", code, out)
 	}

@@ -24,7 +24,9 @@
 // and lines.
 //
 // Code is left as it is: fenced code blocks, code spans (`k8s.io/...`) and
-// HTML comments. Go files, scripts and exercises keep the plain form. A link
+// HTML comments. In an HTML block (a line that starts with <details>,
+// <summary>, <p>, <td>..., up to the next blank line), where Markdown is not
+// read, the link is <a href="...">cacher.go:558-568</a>. Go files, scripts and exercises keep the plain form. A link
 // is not a backticked identifier, so the identifier a citation's sentence
 // names before it still counts for check-links. Running it twice changes
 // nothing the second time.
@@ -133,12 +135,14 @@ type link struct {
 	end        int
 	text, url  string
 	file, repo string // the file in its module, and its repository path
+	html       bool   // in an HTML block: <a href="url">text</a>
 }
 
 // convert returns body with its plain citations linked, and how many.
 func (cv *converter) convert(name, body string) (string, int) {
 	lines := strings.Split(body, "\n")
 	para := paragraphs(lines)
+	html := citations.HTMLBlocks(lines)
 	var links []*link
 	byPara := map[int][]*link{} // every file citation, linked already or not
 	for _, r := range citations.Find(name, body) {
@@ -178,7 +182,7 @@ func (cv *converter) convert(name, body string) (string, int) {
 			cv.bad = true
 			continue
 		}
-		l.text, l.url = text, url
+		l.text, l.url, l.html = text, url, html[r.Line]
 		// What the citation takes: a file's trailing "." ends the sentence.
 		t := r.Text
 		if r.From == 0 {
@@ -199,11 +203,15 @@ func (cv *converter) convert(name, body string) (string, int) {
 		return a.Line > b.Line || a.Line == b.Line && a.Start > b.Start
 	})
 	for _, l := range links {
-		if cv.dryRun {
-			fmt.Printf("%s: %s -> [%s](%s)\n", l.ref.Where, lines[l.ref.Line][l.ref.Start:l.end], l.text, l.url)
-		}
 		line := lines[l.ref.Line]
-		lines[l.ref.Line] = line[:l.ref.Start] + "[" + l.text + "](" + l.url + ")" + line[l.end:]
+		a := "[" + l.text + "](" + l.url + ")"
+		if l.html {
+			a = `<a href="` + l.url + `">` + htmlText(l.text) + "</a>"
+		}
+		if cv.dryRun {
+			fmt.Printf("%s: %s -> %s\n", l.ref.Where, line[l.ref.Start:l.end], a)
+		}
+		lines[l.ref.Line] = line[:l.ref.Start] + a + line[l.end:]
 	}
 	return strings.Join(lines, "\n"), len(links)
 }
@@ -255,6 +263,13 @@ func disambiguate(ls []*link) {
 			}
 		}
 	}
+}
+
+// htmlText writes a link text's code span (`cache.NewIndexer`) as HTML's,
+// for a link in an HTML block.
+func htmlText(t string) string {
+	t = strings.Replace(t, "`", "<code>", 1)
+	return strings.Replace(t, "`", "</code>", 1)
 }
 
 var lineNumbers = regexp.MustCompile(`:\d+(-\d+)?`)

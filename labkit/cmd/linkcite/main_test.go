@@ -63,6 +63,11 @@ func TestConvert(t *testing.T) {
 				"In a span: `k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher/cacher.go`, ``x k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher`` and\n" +
 				"<!-- k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher -->",
 			""},
+		{"in an HTML block, where Markdown is not read, an HTML link",
+			"<details><summary>Answer</summary>\n<code>dispatchEvent</code> (k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher/cacher.go:978)\n</details>\n\n" +
+				"<details><summary>Answer</summary>\n\n`dispatchEvent` (k8s.io/apiserver" + at + "v0.36.4/pkg/storage/cacher/cacher.go:978)\n\n</details>",
+			"<details><summary>Answer</summary>\n<code>dispatchEvent</code> (<a href=\"" + k8s + "blob/v1.36.4/" + cacher + "cacher.go#L978\">cacher.go:978</a>)\n</details>\n\n" +
+				"<details><summary>Answer</summary>\n\n`dispatchEvent` ([cacher.go:978](" + k8s + "blob/v1.36.4/" + cacher + "cacher.go#L978))\n\n</details>"},
 		{"an image is no module",
 			"registry.k8s.io/pause" + at + "v3.10.2/pause",
 			""},

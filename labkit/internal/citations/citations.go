@@ -43,6 +43,7 @@ type Ref struct {
 	Line            int    // its line, from 0
 	Start, End      int    // Text is line[Start:End]
 	InCode          bool   // Markdown only: in a fenced code block, a code span or an HTML comment
+	InHTML          bool   // Markdown only: in an HTML block, where Markdown's [text](url) is not read
 	Where           string // FILE:LINE of the citation
 	Before          string // its paragraph's text up to the citation (a citation of lines only)
 }
@@ -55,8 +56,10 @@ const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 func Find(name, body string) []Ref {
 	lines := strings.Split(body, "\n")
 	var code [][][2]int
+	var html []bool
 	if IsMarkdown(name) {
 		code = MarkdownCode(lines)
+		html = HTMLBlocks(lines)
 	}
 	var refs []Ref
 	for i, line := range lines {
@@ -92,6 +95,9 @@ func Find(name, body string) []Ref {
 				r.LinkText = linkText(line[:m[0]])
 			}
 			r.Path = strings.TrimRight(r.Path, "./")
+			if i < len(html) {
+				r.InHTML = html[i]
+			}
 			if i < len(code) {
 				for _, span := range code[i] {
 					if span[0] <= r.Start && r.Start < span[1] {
@@ -332,6 +338,30 @@ func Fenced(lines []string) []bool {
 		}
 	}
 	return f
+}
+
+// htmlStart starts a CommonMark HTML block of type 6 (a block-level tag),
+// in which Markdown is not read until a blank line: a link there must be
+// <a href="...">.
+var htmlStart = regexp.MustCompile(`(?i)^ {0,3}</?(address|article|aside|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|h[1-6]|head|header|hr|html|legend|li|main|menu|nav|ol|p|section|summary|table|tbody|td|tfoot|th|thead|title|tr|ul)(\s|/?>|$)`)
+
+// HTMLBlocks says, for each line of a Markdown file, whether it is in an
+// HTML block (outside fenced code), where Markdown's links and code spans
+// are not read.
+func HTMLBlocks(lines []string) []bool {
+	fenced := Fenced(lines)
+	html := make([]bool, len(lines))
+	in := false
+	for i, line := range lines {
+		switch {
+		case fenced[i] || strings.TrimSpace(line) == "":
+			in = false
+		case in || htmlStart.MatchString(line):
+			in = true
+			html[i] = true
+		}
+	}
+	return html
 }
 
 // inlineCode marks the code spans and HTML comments of one paragraph (its
