@@ -147,11 +147,14 @@ func TestCheckLinksLines(t *testing.T) {
 	reflector := "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go:"
 	etcdWatch := "go.etcd.io/etcd/server/v3" + "@v3.6.8/etcdserver/api/v3rpc/watch.go:"
 	blob := "https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L"
+	// A README cites by links (a plain citation there fails: see
+	// labkit/cmd/checklinks' tests), checked as the plain form is.
+	etcdBlob := "https://github.com/etcd-io/etcd/blob/v3.6.8/server/etcdserver/api/v3rpc/watch.go#L"
 	good := map[string]string{
 		"README.md": "After a watch's 410 the Reflector's `isExpiredError` case does not\n" +
-			"mark the version unavailable (" + reflector + "646-651), and etcd sends a\n" +
-			"progress notification every `progressReportInterval` (" + etcdWatch + "87),\n" +
-			"as the link shows: `watch.go` (" + etcdWatch + "87).\n" +
+			"mark the version unavailable ([reflector.go:646-651](" + blob + "646-L651)), and etcd sends a\n" +
+			"progress notification every `progressReportInterval` ([watch.go:87](" + etcdBlob + "87)),\n" +
+			"as the link shows: `watch.go` ([watch.go:87](" + etcdBlob + "87)).\n" +
 			"\n" +
 			"- `cache.Reflector` is a type ([link](" + blob + "106-L106)); `kubectl get` passes over\n" +
 			"  commands to the identifier before them (" + blob + "106).\n",

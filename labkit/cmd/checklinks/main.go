@@ -6,12 +6,20 @@
 //	              sigs.k8s.io/MODULE@vX.Y.Z/PATH[:N[-M]] (kind)
 //	              go.etcd.io/etcd/MODULE/v3@vX.Y.Z/PATH[:N[-M]]
 //	pinned link:  https://github.com/kubernetes/REPO/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
+//	              https://github.com/kubernetes-sigs/REPO/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
 //	              https://github.com/etcd-io/etcd/(blob|tree)/vX.Y.Z/PATH[#LN[-LM]]
 //
 // (a link into kubernetes' staging/src/k8s.io/MODULE is the k8s.io/MODULE
 // module at v0.N.M for Kubernetes v1.N.M; one into etcd is the module its
-// first directories name). The rules:
+// first directories name; one into kubernetes-sigs/REPO is sigs.k8s.io/REPO).
+// The rules:
 //
+//   - In Markdown, a citation is a link: a module path outside a fenced code
+//     block, a code span or an HTML comment fails, and its failure gives the
+//     link to write instead (scripts/link-citations.sh writes them all). In
+//     an HTML block (from a line that starts with <details>, <p>, <td>... up
+//     to a blank line) Markdown is not read: a link there is <a href="...">.
+//     Go files, scripts and exercises keep the module path.
 //   - PATH exists in that module at that version (in the Go module cache,
 //     downloaded if missing). A PACKAGE.Symbol path (tools/cache.NewIndexer)
 //     names a package that declares Symbol.
@@ -22,8 +30,12 @@
 //     the same paragraph (in a Go file: the same comment paragraph), must
 //     appear in the cited lines as a word. For `A.B` or `A.B()` that is B; a
 //     backticked thing that is not an identifier (`kubectl get`, `"0"`,
-//     `reflector.go`) is passed over. A line citation with no identifier
-//     before it fails: which identifier does it cite?
+//     `reflector.go`) is passed over, and so is a link's text
+//     ([cacher.go:558-568](...)). A line citation with no identifier before
+//     it fails: which identifier does it cite?
+//   - A link whose text names a file (cacher.go, cacher/cacher.go, apiserver
+//     cacher.go), and perhaps lines (cacher.go:558-568), names the file and
+//     lines it links to.
 //
 // Each failure is one line: where the citation is, the citation, and what is
 // wrong (for a missing identifier, the first of the cited lines). The exit
@@ -33,53 +45,49 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/listwatch-labs/listwatch-labs/labkit/internal/citations"
 )
 
-// citation finds the citations; the submatches are named for cite().
-var citation = regexp.MustCompile(
-	`(?:https://)?github\.com/(?P<org>kubernetes|etcd-io)/(?P<repo>[a-z0-9-]+)/(?:blob|tree)/(?P<tag>v\d+\.\d+\.\d+)/(?P<gpath>[A-Za-z0-9_./-]*)(?:#L(?P<gfrom>\d+)(?:-L(?P<gto>\d+))?)?` +
-		`|(?P<mod>(?:sigs\.)?k8s\.io/[a-z0-9-]+|go\.etcd\.io/etcd/(?:[a-z0-9-]+/)*v\d+)@(?P<ver>v\d+\.\d+\.\d+)/(?P<mpath>[A-Za-z0-9_./-]*)(?::(?P<mfrom>\d+)(?:-(?P<mto>\d+))?(?P<more>,\s*\d+)?)?`)
+type ref = citations.Ref
 
-// ref is one citation, resolved to a module version and a path in it.
-type ref struct {
-	text        string // as written
-	module, ver string
-	path        string
-	from, to    int // cited lines; 0 if none
-	moreRanges  bool
-	where       string // FILE:LINE of the citation
-	before      string // its paragraph's text up to the citation
-}
+// find returns the citations of one file.
+func find(name, body string) []ref { return citations.Find(name, body) }
 
 func main() {
 	root := "."
 	if len(os.Args) > 1 {
 		root = os.Args[1]
 	}
-	c := &checker{modDirs: map[string]string{}, files: map[string][]string{}}
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	os.Exit(run(root, os.Stdout, os.Stderr))
+}
+
+// run checks the checkout at root, and returns the exit status: 0, 1 if a
+// citation failed, 2 if it could not check.
+func run(root string, stdout, stderr io.Writer) int {
+	mods, err := citations.NewModules()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "check-links: go env GOMODCACHE:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "check-links:", err)
+		return 2
 	}
-	c.modCache = strings.TrimSpace(string(out))
+	c := &checker{mods: mods, pins: citations.ReadPins(root), files: map[string][]string{}, out: stdout}
 
 	ls := exec.Command("git", "ls-files", "-z", "--", "*.md", "*.go", "*.txtar", "*.sh")
 	ls.Dir = root
-	out, err = ls.Output()
+	out, err := ls.Output()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "check-links: git ls-files in %s: %v\n", root, err)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "check-links: git ls-files in %s: %v\n", root, err)
+		return 2
 	}
-	checked, withLines := 0, 0
+	checked, withLines, links := 0, 0, 0
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
 		if name == "" {
 			continue
@@ -90,134 +98,20 @@ func main() {
 		}
 		for _, r := range find(name, string(body)) {
 			checked++
-			if r.from > 0 {
+			if r.From > 0 {
 				withLines++
 			}
-			c.check(r)
+			if r.Link {
+				links++
+			}
+			c.check(name, r)
 		}
 	}
 	if c.bad {
-		os.Exit(1)
+		return 1
 	}
-	fmt.Printf("check-links: all %d upstream references name files that exist at their pinned version, and the %d that cite lines hold the identifier their sentence names\n", checked, withLines)
-}
-
-// nameChars may stand just before a host name's dot-separated parts.
-const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-"
-
-// find returns the citations of one file, each with the text before it in its
-// paragraph.
-func find(name, body string) []ref {
-	lines := strings.Split(body, "\n")
-	var refs []ref
-	for i, line := range lines {
-		for _, m := range citation.FindAllStringSubmatchIndex(line, -1) {
-			// A citation starts a name: k8s.io inside registry.k8s.io (an
-			// image, not a module) is none.
-			if m[0] > 0 && strings.ContainsRune(nameChars, rune(line[m[0]-1])) {
-				continue
-			}
-			g := func(n string) string {
-				k := citation.SubexpIndex(n)
-				if m[2*k] < 0 {
-					return ""
-				}
-				return line[m[2*k]:m[2*k+1]]
-			}
-			r := ref{text: line[m[0]:m[1]], where: fmt.Sprintf("%s:%d", name, i+1)}
-			r.from, _ = strconv.Atoi(g("mfrom") + g("gfrom"))
-			r.to, _ = strconv.Atoi(g("mto") + g("gto"))
-			if r.from > 0 && r.to == 0 {
-				r.to = r.from
-			}
-			if g("more") != "" {
-				r.moreRanges = true
-				r.text = strings.TrimSuffix(r.text, g("more"))
-			}
-			if g("mod") != "" {
-				r.module, r.ver, r.path = g("mod"), g("ver"), g("mpath")
-			} else {
-				r.path = g("gpath")
-				r.module, r.ver, r.path = fromGitHub(g("org"), g("repo"), g("tag"), g("gpath"))
-			}
-			r.path = strings.TrimRight(r.path, "./")
-			if r.from > 0 {
-				r.before = paragraph(name, lines, i, m[0])
-			}
-			refs = append(refs, r)
-		}
-	}
-	return refs
-}
-
-// etcdModules are etcd's Go modules, by the directory they live in.
-var etcdModules = []string{"client/pkg", "client/v3", "server", "api", "pkg", "etcdctl", "etcdutl"}
-
-// fromGitHub maps a pinned GitHub link to the module version that holds it.
-func fromGitHub(org, repo, tag, path string) (module, ver, p string) {
-	switch {
-	case org == "etcd-io" && repo == "etcd":
-		for _, dir := range etcdModules {
-			if path == dir || strings.HasPrefix(path, dir+"/") {
-				mod := "go.etcd.io/etcd/" + strings.TrimSuffix(dir, "/v3") + "/v3"
-				return mod, tag, strings.TrimPrefix(strings.TrimPrefix(path, dir), "/")
-			}
-		}
-		return "go.etcd.io/etcd/v3", tag, path
-	case org == "kubernetes" && repo == "kubernetes" && strings.HasPrefix(path, "staging/src/k8s.io/"):
-		// Staging code is published as the k8s.io/* modules, tagged v0.N.M
-		// for Kubernetes v1.N.M.
-		rest := strings.TrimPrefix(path, "staging/src/k8s.io/")
-		mod, sub, _ := strings.Cut(rest, "/")
-		return "k8s.io/" + mod, "v0." + strings.TrimPrefix(tag, "v1."), sub
-	default:
-		return "k8s.io/" + repo, tag, path
-	}
-}
-
-var (
-	goComment  = regexp.MustCompile(`(^|\s)//`)
-	blockStart = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s`) // a Markdown list item
-	blockAlone = regexp.MustCompile("^\\s*(#{1,6}\\s|\\||```|~~~|<!--)")
-)
-
-// paragraph returns the text before column col of line i that belongs to the
-// same paragraph: in a Go file the comment (and the earlier lines of its
-// comment paragraph), elsewhere the earlier lines up to a blank one, a
-// heading, a table row or a list item's first line.
-func paragraph(name string, lines []string, i, col int) string {
-	if strings.HasSuffix(name, ".go") {
-		loc := goComment.FindStringIndex(lines[i][:col])
-		if loc == nil {
-			return lines[i][:col] // code or a string: the line is all there is
-		}
-		text := []string{lines[i][loc[1]:col]}
-		if strings.TrimSpace(lines[i][:loc[1]]) == "//" { // a comment line of its own
-			for j := i - 1; j >= 0; j-- {
-				t := strings.TrimSpace(lines[j])
-				if !strings.HasPrefix(t, "//") || strings.TrimSpace(t[2:]) == "" {
-					break
-				}
-				text = append([]string{t[2:]}, text...)
-			}
-		}
-		return strings.Join(text, "\n")
-	}
-	blank := func(s string) bool {
-		t := strings.TrimSpace(s)
-		return t == "" || t == "#" || t == "//"
-	}
-	text := []string{lines[i][:col]}
-	for j := i; j > 0; j-- {
-		if blockStart.MatchString(lines[j]) || blockAlone.MatchString(lines[j]) {
-			break
-		}
-		if blank(lines[j-1]) || blockAlone.MatchString(lines[j-1]) {
-			break
-		}
-		text = append([]string{lines[j-1]}, text...)
-	}
-	return strings.Join(text, "\n")
+	fmt.Fprintf(stdout, "check-links: all %d upstream references (%d of them links) name files that exist at their pinned version, and the %d that cite lines hold the identifier their sentence names\n", checked, links, withLines)
+	return 0
 }
 
 // htmlCode turns HTML's code spans (in a page a Go file writes) into
@@ -311,42 +205,16 @@ func goIdent(s string) string {
 }
 
 type checker struct {
-	modCache string
-	modDirs  map[string]string   // MODULE@VERSION -> its directory, "" if none
-	files    map[string][]string // a cited file's lines
-	bad      bool
+	mods  *citations.Modules
+	pins  citations.Pins
+	files map[string][]string // a cited file's lines
+	bad   bool
+	out   io.Writer
 }
 
 func (c *checker) fail(r ref, format string, args ...any) {
-	fmt.Printf("check-links: %s: %s: %s\n", r.where, r.text, fmt.Sprintf(format, args...))
+	fmt.Fprintf(c.out, "check-links: %s: %s: %s\n", r.Where, r.Text, fmt.Sprintf(format, args...))
 	c.bad = true
-}
-
-// moduleDir returns the module's directory in the cache, downloading it the
-// first time.
-func (c *checker) moduleDir(module, ver string) string {
-	key := module + "@" + ver
-	if dir, ok := c.modDirs[key]; ok {
-		return dir
-	}
-	dir := filepath.Join(c.modCache, key)
-	if _, err := os.Stat(dir); err != nil {
-		dir = ""
-		tmp, err := os.MkdirTemp("", "check-links")
-		if err == nil {
-			cmd := exec.Command("go", "mod", "download", "-json", key)
-			cmd.Dir = tmp
-			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-			out, _ := cmd.Output()
-			var info struct{ Dir string }
-			if json.Unmarshal(out, &info) == nil {
-				dir = info.Dir
-			}
-			os.RemoveAll(tmp)
-		}
-	}
-	c.modDirs[key] = dir
-	return dir
 }
 
 func (c *checker) lines(path string) []string {
@@ -362,67 +230,86 @@ func (c *checker) lines(path string) []string {
 	return l
 }
 
-var declares = `(?m)^(func( \([^)]*\))?|type|var|const) %[1]s\b|^\s+%[1]s\s*(=|[A-Za-z*])`
+// linkTextLines reads a link text that names a file and its lines:
+// cacher.go:558-568, cacher/cacher.go:558, apiserver kube_features.go:459,
+// cacher.go:1203 in v1.21.0.
+var linkTextLines = regexp.MustCompile(`^(?:[a-z0-9-]+ )?([A-Za-z0-9_./-]+\.[a-z]+)(?::(\d+)(?:-(\d+))?)?(?: in v\d+\.\d+\.\d+)?$`)
 
-func (c *checker) check(r ref) {
-	dir := c.moduleDir(r.module, r.ver)
+func (c *checker) check(name string, r ref) {
+	dir := c.mods.Dir(r.Module, r.Version)
 	if dir == "" {
-		c.fail(r, "%s@%s is not a module version the Go proxy has", r.module, r.ver)
+		c.fail(r, "%s@%s is not a module version the Go proxy has", r.Module, r.Version)
 		return
 	}
-	at := r.module + "@" + r.ver
-	full := filepath.Join(dir, r.path)
+	at := r.Module + "@" + r.Version
+	full := filepath.Join(dir, r.Path)
 	if _, err := os.Stat(full); err != nil {
 		// PACKAGE.Symbol (tools/cache.NewSharedIndexInformer): the package
 		// must exist and declare the symbol.
-		if m := regexp.MustCompile(`^(.*)\.([A-Z][A-Za-z0-9_]*)$`).FindStringSubmatch(r.path); m != nil && r.from == 0 {
-			pkg, sym := m[1], m[2]
+		if pkg, sym, ok := citations.Symbol(r.Path); ok && r.From == 0 {
 			gofiles, _ := filepath.Glob(filepath.Join(dir, pkg, "*.go"))
 			if len(gofiles) == 0 {
 				c.fail(r, "%s has no package %s", at, pkg)
 				return
 			}
-			decl := regexp.MustCompile(fmt.Sprintf(declares, regexp.QuoteMeta(sym)))
+			decl := regexp.MustCompile(fmt.Sprintf(citations.Declares, regexp.QuoteMeta(sym)))
 			for _, f := range gofiles {
 				if body, err := os.ReadFile(f); err == nil && decl.Match(body) {
+					c.bare(name, r, dir)
 					return
 				}
 			}
 			c.fail(r, "%s/%s declares no %s", at, pkg, sym)
 			return
 		}
-		c.fail(r, "%s has no %s", at, r.path)
+		c.fail(r, "%s has no %s", at, r.Path)
 		return
 	}
-	if r.from == 0 {
+	c.bare(name, r, dir)
+	if r.Link && r.LinkText != "" && r.InHTML && !r.InCode {
+		c.fail(r, "in an HTML block (up to a blank line) Markdown's [%s](...) is not read: write <a href=\"...\">%s</a>, or put a blank line before it", r.LinkText, r.LinkText)
+	}
+	if r.Link && r.LinkText != "" {
+		if m := linkTextLines.FindStringSubmatch(r.LinkText); m != nil {
+			from, _ := strconv.Atoi(m[2])
+			to, _ := strconv.Atoi(m[3])
+			if to == 0 {
+				to = from
+			}
+			if !strings.HasSuffix("/"+r.Path, "/"+m[1]) || from > 0 && (from != r.From || to != r.To) {
+				c.fail(r, "its text [%s] names another file or other lines than it links to (%s)", r.LinkText, citations.Text(r.Path, r.From, r.To))
+			}
+		}
+	}
+	if r.From == 0 {
 		return
 	}
-	if r.moreRanges {
+	if r.MoreRanges {
 		c.fail(r, "one range per citation: cite the next range in full, with the identifier it holds before it")
 		return
 	}
 	lines := c.lines(full)
 	switch {
-	case r.to < r.from:
-		c.fail(r, "the range %d-%d ends before it starts", r.from, r.to)
+	case r.To < r.From:
+		c.fail(r, "the range %d-%d ends before it starts", r.From, r.To)
 		return
-	case r.to > len(lines):
-		c.fail(r, "%s has %d lines, not %d", filepath.Base(r.path), len(lines), r.to)
+	case r.To > len(lines):
+		c.fail(r, "%s has %d lines, not %d", filepath.Base(r.Path), len(lines), r.To)
 		return
 	}
-	id := identifier(r.before)
+	id := identifier(r.Before)
 	if id == "" {
 		c.fail(r, "cite which identifier? no backticked Go identifier before it in its paragraph")
 		return
 	}
 	word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(id) + `([^A-Za-z0-9_]|$)`)
-	cited := lines[r.from-1 : r.to]
+	cited := lines[r.From-1 : r.To]
 	if word.MatchString(strings.Join(cited, "\n")) {
 		return
 	}
-	span := fmt.Sprintf("line %d does", r.from)
-	if r.to > r.from {
-		span = fmt.Sprintf("lines %d-%d do", r.from, r.to)
+	span := fmt.Sprintf("line %d does", r.From)
+	if r.To > r.From {
+		span = fmt.Sprintf("lines %d-%d do", r.From, r.To)
 	}
 	first := strings.TrimSpace(cited[0])
 	for _, l := range cited { // the first line that says something
@@ -432,4 +319,21 @@ func (c *checker) check(r ref) {
 		}
 	}
 	c.fail(r, "%s not hold `%s`: %q", span, id, first)
+}
+
+// bare fails a module path in Markdown prose, giving the link to write.
+func (c *checker) bare(name string, r ref, modDir string) {
+	if !citations.IsMarkdown(name) || r.Link || r.InCode {
+		return
+	}
+	text, url, err := citations.Link(r, modDir, c.pins)
+	if err != nil {
+		c.fail(r, "write it as a link (%v)", err)
+		return
+	}
+	if r.InHTML {
+		c.fail(r, "write it as a link: <a href=\"%s\">%s</a> (in an HTML block, where Markdown's links are not read)", url, text)
+		return
+	}
+	c.fail(r, "write it as a link: [%s](%s)", text, url)
 }
