@@ -123,7 +123,7 @@ var realMetrics = []realMetric{
 	{"apiserver_watch_cache_events_dispatched_total", cm(), "events the dispatcher took in (the storage's bookmarks too, not passed on)", "dispatcher: dispatched"},
 	{"apiserver_terminated_watchers_total", cm(), "watchers cut off for being too slow", "dispatcher: terminated"},
 	{"apiserver_watch_cache_initializations_total", cm(), "times the cache was filled afresh (its reflector's Replace)", "Cacher: relists"},
-	{"apiserver_cache_list_total", cm(), "LISTs served from the watch cache", "lab 04 README §3"},
+	{"apiserver_cache_list_total", cm(), "LISTs served from the watch cache", "lab 04 README: Where lists go"},
 	{"apiserver_longrunning_requests", map[string]string{"verb": "WATCH", "group": "", "resource": "configmaps"}, "open watches on ConfigMaps", "cacheWatchers"},
 	{"apiserver_watch_events_total", map[string]string{"group": "", "resource": "configmaps"}, "events sent to watch clients", "WatchServer: frames"},
 }
