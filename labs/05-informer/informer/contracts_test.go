@@ -141,7 +141,7 @@ func TestRelistDeleteRecreateIsOnUpdate(t *testing.T) {
 
 // TestClientGoTombstoneObjMayBeNil: when the known objects list a key but
 // cannot return its object (a store of the test's making under a DeltaFIFO;
-// a shared informer left as it is does not get here, see the README), client-go's Replace still queues the deletion,
+// a shared informer left as it is does not get here, see DEEPER.md), client-go's Replace still queues the deletion,
 // as a DeletedFinalStateUnknown whose Obj is nil (`deletedObj`:
 // k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:677-684; the RealFIFO's
 // `reconcileReplacement` sets `deletedObj` to nil the same way:

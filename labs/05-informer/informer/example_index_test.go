@@ -8,10 +8,10 @@ import (
 )
 
 // ExampleLabelIndexFunc indexes ConfigMaps by their "app" label and asks
-// which ones belong to the app "demo": the index of your own that README
-// section 5 suggests. Change the label, or write another IndexFunc beside
-// LabelIndexFunc in index.go, and run it with
-// go test -run '^ExampleLabelIndexFunc$' -v ./informer.
+// which ones belong to the app "demo": the index of your own that the
+// README suggests ("An index of your own"). Change the label, or write
+// another IndexFunc beside LabelIndexFunc in index.go, and run it with
+// go test -count=1 -run '^ExampleLabelIndexFunc$' -v ./informer.
 func ExampleLabelIndexFunc() {
 	cache := NewIndexer(Indexers{"app": LabelIndexFunc("app")})
 	for name, app := range map[string]string{"web-config": "demo", "colors": "demo", "db-config": "db", "unlabelled": ""} {

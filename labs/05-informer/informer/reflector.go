@@ -10,7 +10,8 @@
 // traces and metrics, and the transformer on the streaming list's temporary
 // store, which upstream's `watchList` sets up (`WithTransformer`:
 // k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836); our FIFO
-// transforms each object once, on Replace. README section 4 cites each.
+// transforms each object once, on Replace. DEEPER.md ("What upstream does
+// that we leave out") cites each.
 // Where ours differs, on purpose: a streaming list's objects reach the FIFO
 // in the order they arrived (upstream collects them in a map, whose `List`
 // hands them over in map order:
