@@ -29,7 +29,7 @@ import (
 // Pattern finds the citations; the submatches are named for Find.
 var Pattern = regexp.MustCompile(
 	`(?:https://)?github\.com/(?P<org>kubernetes-sigs|kubernetes|etcd-io)/(?P<repo>[a-z0-9-]+)/(?:blob|tree)/(?P<tag>v\d+\.\d+\.\d+)/(?P<gpath>[A-Za-z0-9_./-]*)(?:#L(?P<gfrom>\d+)(?:-L(?P<gto>\d+))?)?` +
-		`|(?P<mod>(?:sigs\.)?k8s\.io/[a-z0-9-]+|go\.etcd\.io/etcd/(?:[a-z0-9-]+/)*v\d+)@(?P<ver>v\d+\.\d+\.\d+)/(?P<mpath>[A-Za-z0-9_./-]*)(?::(?P<mfrom>\d+)(?:-(?P<mto>\d+))?(?P<more>,\s*\d+)?)?`)
+		`|(?P<mod>(?:sigs\.)?k8s\.io/[a-z0-9-]+|go\.etcd\.io/etcd/(?:[a-z0-9-]+/)*v\d+|go\.etcd\.io/raft/v3)@(?P<ver>v\d+\.\d+\.\d+)/(?P<mpath>[A-Za-z0-9_./-]*)(?::(?P<mfrom>\d+)(?:-(?P<mto>\d+))?(?P<more>,\s*\d+)?)?`)
 
 // Ref is one citation, resolved to a module version and a path in it.
 type Ref struct {
@@ -168,6 +168,8 @@ func FromGitHub(org, repo, tag, p string) (module, ver, inModule string) {
 			}
 		}
 		return "go.etcd.io/etcd/v3", tag, p
+	case org == "etcd-io" && repo == "raft":
+		return "go.etcd.io/raft/v3", tag, p
 	case org == "kubernetes-sigs":
 		return "sigs.k8s.io/" + repo, tag, p
 	case org == "kubernetes" && repo == "kubernetes" && strings.HasPrefix(p, "staging/src/k8s.io/"):
@@ -191,6 +193,8 @@ func Repo(module, ver string) (repo, tag, dir string, ok bool) {
 		return "kubernetes/" + strings.TrimPrefix(module, "k8s.io/"), ver, "", true
 	case strings.HasPrefix(module, "sigs.k8s.io/") && !strings.Contains(strings.TrimPrefix(module, "sigs.k8s.io/"), "/"):
 		return "kubernetes-sigs/" + strings.TrimPrefix(module, "sigs.k8s.io/"), ver, "", true
+	case module == "go.etcd.io/raft/v3":
+		return "etcd-io/raft", ver, "", true
 	case module == "go.etcd.io/etcd/v3":
 		return "etcd-io/etcd", ver, "", true
 	case strings.HasPrefix(module, "go.etcd.io/etcd/") && strings.HasSuffix(module, "/v3"):

@@ -43,6 +43,7 @@ func TestURLReadsBack(t *testing.T) {
 		{"go.etcd.io/etcd/client/v3", "v3.6.8", "watch.go", "https://github.com/etcd-io/etcd/blob/v3.6.8/client/v3/watch.go"},
 		{"go.etcd.io/etcd/client/pkg/v3", "v3.6.8", "types/id.go", "https://github.com/etcd-io/etcd/blob/v3.6.8/client/pkg/types/id.go"},
 		{"go.etcd.io/etcd/tests/v3", "v3.6.8", "robustness/main_test.go", "https://github.com/etcd-io/etcd/blob/v3.6.8/tests/robustness/main_test.go"},
+		{"go.etcd.io/raft/v3", "v3.6.0", "raft.go", "https://github.com/etcd-io/raft/blob/v3.6.0/raft.go"},
 	} {
 		// (The files exist: check-links, which reads this file, says so.)
 		got, err := URL(c.module, c.ver, c.path, false, 3, 4)

@@ -151,7 +151,7 @@ func startOnFreePorts(dir string, fsync bool, closing *atomic.Bool) (*embed.Etcd
 	// Ticks of 20 ms and an election timeout of 100 ms, not etcd's 100 ms
 	// and 1 s. A single member elects itself once its election timeout has
 	// passed, which raft draws between one and two timeouts
-	// (resetRandomizedElectionTimeout, go.etcd.io/raft/v3@v3.6.0/raft.go:2049-2051);
+	// (`resetRandomizedElectionTimeout`, go.etcd.io/raft/v3@v3.6.0/raft.go:2049-2051);
 	// etcd fast-forwards all but one tick of it (`advanceTicks`,
 	// go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/server.go:481-491), which
 	// leaves 1 to 10 ticks: up to a second at 100 ms, on every start and
