@@ -407,11 +407,11 @@ module_checks() {
 }
 summary_file=$tmp/summary
 : >"$summary_file"
-# The modules run $jobs at a time (MODULE_JOBS, default 1). Two overlap
-# well where tests wait, but beside the two check lanes they load a 2-core
-# machine to 30-40, where timing windows of a few tests close (the live
-# view's real-cluster test, lab 03's scenarios on the miniapiserver): one
-# until those are made load-proof. Longest first, so that no long one starts
+# The modules run $jobs at a time (MODULE_JOBS, default 1, and 2 once the
+# check lanes are done: see below). Two overlap well where tests wait, but
+# beside the two check lanes they load a 2-core machine to 30-40, where
+# timing windows of a few tests close (the live view's real-cluster test,
+# lab 03's scenarios on the miniapiserver). Longest first, so that no long one starts
 # last; a module not named here runs after these. Each worker takes the next
 # module from $tmp/queue by renaming it into $tmp/running (a rename is
 # atomic, so no two take the same), runs it into a log of its own, and
@@ -449,13 +449,29 @@ modules_worker() {
   done
 }
 if [[ -z $readmes_only ]]; then
-  echo "test.sh: the modules, $jobs at a time, each one's output when it is done: gofmt, go mod tidy, go vet, staticcheck, go test${race:+ $race}, fuzz, benchmarks once"
+  echo "test.sh: the modules, $jobs at a time$([[ -z ${MODULE_JOBS:-} ]] && echo " (two once the check lanes are done)"), each one's output when it is done: gofmt, go mod tidy, go vet, staticcheck, go test${race:+ $race}, fuzz, benchmarks once"
   set -m
   (
     set +m # the workers stay in the lane's process group
     for ((w = 0; w < jobs; w++)); do
       modules_worker &
     done
+    # Once both check lanes are done (each writes its .rc as it ends), a
+    # second worker takes modules from the queue too: then the machine is
+    # no longer loaded by them, and one module at a time leaves a core
+    # idle (a warm run on 2 cores: the check lanes done at ~310 s, the
+    # modules one by one until ~600 s at half the CPU's capacity).
+    # MODULE_JOBS, when set, is the number of workers throughout.
+    if [[ -z ${MODULE_JOBS:-} ]]; then
+      while [[ -n $(ls "$tmp/queue") && ! -e $tmp/stopping ]]; do
+        if [[ -e $tmp/readme.rc && -e $tmp/checks.rc ]]; then
+          echo "test.sh: the check lanes are done; a second worker takes the next modules"
+          modules_worker &
+          break
+        fi
+        sleep 1
+      done
+    fi
     wait
   ) </dev/null &
   modules_pid=$!
