@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -65,9 +66,20 @@ func (f *fakeAPIServer) listWatch(ns string) *ListWatch {
 	}
 }
 
-// answer writes body with code as JSON.
+// answer writes body with code as JSON. A list queued for a request that
+// turns out to be a watch (the loop retried a watch where the test expected
+// a LIST) is answered with a 400 that says so, not with the list, which the
+// watch would fail to decode as an event and leave the reader puzzling over
+// the decoder.
 func answer(code int, body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query().Get("watch"); (q == "1" || q == "true") && strings.Contains(body, `List","apiVersion"`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":"BadRequest","code":400}`,
+				"fake apiserver: the test expected a LIST here, and got a WATCH ("+r.URL.RawQuery+")")
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		fmt.Fprint(w, body)

@@ -166,14 +166,19 @@ func TestListAndWatchUnreachable(t *testing.T) {
 		}
 	}
 
-	for i, base := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond,
-		6400 * time.Millisecond, 12800 * time.Millisecond, 25600 * time.Millisecond, 30 * time.Second, 30 * time.Second} {
+	bases := []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond,
+		6400 * time.Millisecond, 12800 * time.Millisecond, 25600 * time.Millisecond, 30 * time.Second, 30 * time.Second}
+	var onBase []string // the delays that were exactly their base: no random part
+	for i, base := range bases {
 		s := next()
 		if s.Op != StepBackoff || !strings.Contains(s.Err.Error(), "connection refused") {
 			t.Fatalf("step %d: %s %v, want BACKOFF connection refused", i, s.Op, s.Err)
 		}
 		if s.Delay < base || s.Delay > 2*base {
 			t.Errorf("delay %d = %v, want in [%v, %v]", i, s.Delay, base, 2*base)
+		}
+		if s.Delay == base {
+			onBase = append(onBase, s.Delay.String())
 		}
 		waitingOnClock()
 		// One nanosecond short of the delay, the loop still waits...
@@ -183,6 +188,12 @@ func TestListAndWatchUnreachable(t *testing.T) {
 		}
 		// ...and at the delay it tries again (the next step is its failure).
 		fakeClock.Step(time.Nanosecond)
+	}
+	// A random part on top of each base spreads out clients that failed
+	// at the same moment. Drawn at random, it would have to be exactly
+	// zero every time for every delay to sit on its base.
+	if len(onBase) == len(bases) {
+		t.Errorf("every delay was exactly its base (%s): want each one some random amount above it (jitter), so that clients that failed together do not all retry together", strings.Join(onBase, ", "))
 	}
 }
 

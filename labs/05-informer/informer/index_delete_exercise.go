@@ -12,11 +12,11 @@ package informer
 //
 // TODO(exercise index-delete): Goal: after a delete or an update the index
 // answers as if every object had just been indexed afresh: a deleted pod is
-// under no node, a moved pod under its new node only, and no value is left
-// that holds no object.
+// under no node, an object whose index value changed under its new value
+// only, and no value is left that holds no object.
 //
 // As shipped, this stub does nothing: a deleted pod stays listed under its
-// node, and a pod moved to another node is listed under both.
+// node, and an object whose index value changed is listed under both.
 // TestIndexerProperty names the seed, the step and the value at which the
 // index goes stale.
 func deleteKeyFromIndex(idx index, value, key string) {
