@@ -17,8 +17,8 @@ import "time"
 //
 // As shipped, this stub always waits the same short delay: an apiserver that
 // is down gets hammered, and every client cut off by its restart retries at
-// once. TestListAndWatchUnreachable names the first delay outside the range
-// it expects.
+// once. TestListAndWatchUnreachable names each delay outside the range it
+// expects, and says so if no delay has a random part.
 func (b *backoff) nextDelay() time.Duration {
 	return b.next
 }

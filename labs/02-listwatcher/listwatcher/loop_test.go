@@ -11,6 +11,7 @@ import (
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -50,6 +51,11 @@ func describe(s Step) string {
 		return fmt.Sprintf("%s %s rv=%s -> resume at %s", s.Event.Type, m.GetName(), m.GetResourceVersion(), s.ResourceVersion)
 	case StepBackoff:
 		if code := apierrors.ReasonForError(s.Err); code != "" {
+			if code == metav1.StatusReasonBadRequest {
+				// The fake's own complaint (a WATCH where the test
+				// queued a LIST): say it in full.
+				return fmt.Sprintf("BACKOFF %s: %v", code, s.Err)
+			}
 			return fmt.Sprintf("BACKOFF %s", code)
 		}
 		return "BACKOFF " + s.Err.Error()

@@ -40,8 +40,10 @@ import (
 //   - RV N: every change after N, replayed from the history, then live; if
 //     N is older than the history, one ERROR event, 410 Expired, and the end.
 //
-// As upstream, only a malformed RV is returned as an error; everything that
-// goes wrong after it was parsed is an ERROR event in the stream.
+// As upstream, only a bad key or a malformed RV is returned as an error
+// (upstream's Cacher also returns 429 while its cache is not ready, which a
+// store with no cache never is); everything that goes wrong after that is an
+// ERROR event in the stream.
 func (s *Storage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	key, err := storage.PrepareKey(s.cfg.ResourcePrefix, key, opts.Recursive)
 	if err != nil {
