@@ -116,37 +116,34 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return ex, err == nil
 	}
+	// labAndExercise: check's and watch's arguments, NN [EXERCISE].
+	labAndExercise := func() (*Lab, *Exercise, bool) {
+		if !need(1) {
+			return nil, nil, false
+		}
+		l, ok := lab()
+		if !ok {
+			return nil, nil, false
+		}
+		if len(pos) < 2 {
+			return l, nil, true
+		}
+		only, ok := exercise(l)
+		return l, only, ok
+	}
 	switch cmd {
 	case "list":
 		return cmdList(ctx, u, root, labs, *noRun)
 	case "check":
-		if !need(1) {
-			return 2
-		}
-		l, ok := lab()
+		l, only, ok := labAndExercise()
 		if !ok {
 			return 2
-		}
-		var only *Exercise
-		if len(pos) > 1 {
-			if only, ok = exercise(l); !ok {
-				return 2
-			}
 		}
 		return cmdCheck(ctx, u, root, l, only, *solution, *cluster, *verbose)
 	case "watch":
-		if !need(1) {
-			return 2
-		}
-		l, ok := lab()
+		l, only, ok := labAndExercise()
 		if !ok {
 			return 2
-		}
-		var only *Exercise
-		if len(pos) > 1 {
-			if only, ok = exercise(l); !ok {
-				return 2
-			}
 		}
 		return cmdWatch(ctx, u, root, l, only, *verbose)
 	case "hint", "reset", "solution":
