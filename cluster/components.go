@@ -37,7 +37,7 @@ var allComponents = []string{compEtcd, compAPIServer, compControllerManager, com
 
 // disabledAPIs are the group/versions the apiserver does not serve here, and
 // disabledControllers the controllers (names as in
-// k8s.io/kubernetes@v1.36.4/cmd/kube-controller-manager/names) that work on them.
+// k8s.io/kubernetes@v1.37.0/cmd/kube-controller-manager/names) that work on them.
 var (
 	disabledAPIs        = []string{"autoscaling/v1", "autoscaling/v2", "batch/v1"}
 	disabledControllers = []string{"horizontal-pod-autoscaler-controller", "job-controller", "cronjob-controller", "ttl-after-finished-controller"}

@@ -1,8 +1,8 @@
 package main
 
-// etcd, embedded: go.etcd.io/etcd/server/v3@v3.6.8/embed runs the same server
+// etcd, embedded: go.etcd.io/etcd/server/v3@v3.7.0/embed runs the same server
 // as the etcd binary inside our process: the binary itself starts it with
-// `StartEtcd` (go.etcd.io/etcd/server/v3@v3.6.8/etcdmain/etcd.go:207).
+// `StartEtcd` (go.etcd.io/etcd/server/v3@v3.7.0/etcdmain/etcd.go:181).
 // Loopback only, plain HTTP: nothing but the apiserver on this machine
 // talks to it. One member by default; with
 // `labcluster up --etcd-members 3`, three, each in its own process (so one
@@ -13,10 +13,10 @@ package main
 // current revision at once, so a learner can make old revisions disappear
 // on demand. It is a harsher version of what the apiserver does every
 // `DefaultCompactInterval`, 5 minutes
-// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/config.go:38,
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/config.go:38,
 // --etcd-compaction-interval): it calls `Compact` with the revision it read
 // on its previous tick, and compacts nothing on its first
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:205-250), so etcd
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:205-250), so etcd
 // keeps 5 to 10 minutes of history.
 
 import (
@@ -64,7 +64,7 @@ func runEtcd(args []string) int {
 		// A restarted member finds its cluster in its data directory and
 		// ignores this; a new one uses it to find its peers. embed reads
 		// it only when `isMemberInitialized` finds no WAL in the data dir
-		// (go.etcd.io/etcd/server/v3@v3.6.8/embed/etcd.go:162-168).
+		// (go.etcd.io/etcd/server/v3@v3.7.0/embed/etcd.go:162-168).
 		cfg.InitialCluster = *initialCluster
 	}
 	cfg.InitialClusterToken = "labcluster"
@@ -128,7 +128,7 @@ func etcdClient(s *State) (*clientv3.Client, error) {
 // etcdLeader returns the member that leads, asking each member that
 // answers for its view: etcd's `Status` call answers with the member ID
 // of the leader it knows
-// (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/maintenance.go:258-264).
+// (go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/api/v3rpc/maintenance.go:261-267).
 func etcdLeader(ctx context.Context, s *State) (clusterstate.EtcdMember, error) {
 	c, err := etcdClient(s)
 	if err != nil {

@@ -7,7 +7,7 @@ package main
 // behave as on kind. A pod being deleted is removed at once, as a kubelet does
 // after its containers stop.
 //
-// Upstream counterpart: k8s.io/kubernetes@v1.36.4/pkg/kubelet (nodestatus,
+// Upstream counterpart: k8s.io/kubernetes@v1.37.0/pkg/kubelet (nodestatus,
 // nodelease, status manager). Left out: containers, probes, volumes, images,
 // resource accounting, pod phases other than Running (a Job's pods never
 // complete here), eviction.

@@ -114,9 +114,9 @@ func TestCheckLinks(t *testing.T) {
 	if out, code := runScript(t, "check-links.sh", root); code != 0 {
 		t.Fatalf("this checkout has a broken upstream reference:\n%s", out)
 	}
-	const good = "// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go.\n" +
-		"// See `Reflector` at https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L106\n" +
-		"// and k8s.io/client-go@v0.36.4/tools/cache.NewSharedIndexInformer\n"
+	const good = "// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go.\n" +
+		"// See `Reflector` at https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/client-go/tools/cache/reflector.go#L106\n" +
+		"// and k8s.io/client-go@v0.37.0/tools/cache.NewSharedIndexInformer\n"
 	if out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"a.go": good})); code != 0 || !strings.Contains(out, "all 3 upstream references") {
 		t.Fatalf("good references fail: exit %d\n%s", code, out)
 	}
@@ -146,10 +146,10 @@ func TestCheckLinksLines(t *testing.T) {
 	// no citation of lines whole.
 	reflector := "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go:"
 	etcdWatch := "go.etcd.io/etcd/server/v3" + "@v3.6.8/etcdserver/api/v3rpc/watch.go:"
-	blob := "https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go#L"
+	blob := "https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/client-go/tools/cache/reflector.go#L"
 	// A README cites by links (a plain citation there fails: see
 	// labkit/cmd/checklinks' tests), checked as the plain form is.
-	etcdBlob := "https://github.com/etcd-io/etcd/blob/v3.6.8/server/etcdserver/api/v3rpc/watch.go#L"
+	etcdBlob := "https://github.com/etcd-io/etcd/blob/v3.7.0/server/etcdserver/api/v3rpc/watch.go#L"
 	good := map[string]string{
 		"README.md": "After a watch's 410 the Reflector's `isExpiredError` case does not\n" +
 			"mark the version unavailable ([reflector.go:646-651](" + blob + "646-L651)), and etcd sends a\n" +

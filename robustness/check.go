@@ -267,7 +267,7 @@ func buildModel(h *History, r *Report, marks map[string][]uint64) *model {
 		// spec.nodeName is set by a Pod's create and never changes after
 		// (`ValidatePodUpdate` refuses a spec change outside a short
 		// list, which spec.nodeName is not in,
-		// k8s.io/kubernetes@v1.36.4/pkg/apis/core/validation/validation.go:5691-5843):
+		// k8s.io/kubernetes@v1.37.0/pkg/apis/core/validation/validation.go:5849-6001):
 		// an update keeps the node of the object it updates.
 		if vs := m.versions[w.Key]; w.Op != Create && len(vs) > 0 && vs[len(vs)-1].exists {
 			v.node = vs[len(vs)-1].node
@@ -304,14 +304,14 @@ func buildModel(h *History, r *Report, marks map[string][]uint64) *model {
 // placeMarks finds the first of a Pod delete's two writes. The pod registry
 // deletes gracefully (`CheckGracefulDelete` answers true for every delete
 // that has options,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
+// k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/strategy.go:175-206),
 // so kube-apiserver's registry first writes the Pod with its
 // deletionTimestamp and deletionGracePeriodSeconds set
 // (`updateForGracefulDeletionAndFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1052-1128)
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:1116-1192)
 // and, when that period is 0, deletes it in a second write in the same
 // request (`Delete`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1182-1215):
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:1246-1279):
 // a MODIFIED event, at an RV of its own, with the object's content
 // unchanged, then the DELETED. So an object shown at an RV no write has,
 // with the value of its key's write just below, is such a mark when a
@@ -387,15 +387,15 @@ func (m *model) placeMarks() {
 // object in place of updating it when the stored object already has a
 // deletionTimestamp with a grace period of 0 (or none) and the update
 // leaves it no finalizers (`ShouldDeleteDuringUpdate`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:573-594,
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:633-654,
 // called at store.go:781-785), and then answers 200 with the object the
 // update asked for, not the one it deleted (`deleteWithoutFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:598-619),
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:658-679),
 // which carries the stored object's resourceVersion (`UpdateObject`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:725-746).
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:789-810).
 // A Pod is left so when its delete fails between its two writes
 // (placeMarks), as upstream's own comment in `BeforeDelete` allows
-// (k8s.io/apiserver@v0.36.4/pkg/registry/rest/delete.go:75-121): the mark
+// (k8s.io/apiserver@v0.37.0/pkg/registry/rest/delete.go:75-121): the mark
 // is written, the delete is not. In the runs that was a connection cut
 // (the request's context is cancelled and the second write's etcd call
 // fails with it) or etcd failing the second write (a leader moved or
@@ -601,10 +601,10 @@ func (m *model) at(key string, rv uint64) version {
 // selector and a field selector, which here can be metadata.name=NAME, a
 // field every resource can select on, since kube-apiserver's generic
 // registry puts it in every object's field set (`ObjectMetaFieldsSet`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/matcher.go:25-35), or for
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/matcher.go:25-35), or for
 // Pods spec.nodeName=NODE, which the pod registry adds to a Pod's fields
 // (`ToSelectableFields`,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:504-510).
+// k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/strategy.go:533-539).
 // Lab 03 serves both.
 type selector struct {
 	resource string
@@ -674,7 +674,7 @@ func (m *model) stateAt(rv uint64, sel selector) (certain, maybe map[string]vers
 
 // expected is the event a watcher with sel must get for write w (of
 // version cur), or "" for none: what `convertToWatchEvent`
-// makes of it (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-397),
+// makes of it (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:373-408),
 // with the object's value it must carry (the old one for a DELETED).
 func (m *model) expected(cur version, sel selector) (EventType, string) {
 	prev := m.at(cur.write.Key, cur.rv-1)
@@ -820,7 +820,7 @@ func (m *model) missing(sel selector, from, to uint64) []string {
 //     (the state at some RV S) and then events after S. Both servers
 //     default such a watch to sendInitialEvents=true
 //     (`SetListOptionsDefaults`,
-//     k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go:25-37),
+//     k8s.io/apimachinery@v0.37.0/pkg/apis/meta/internalversion/defaults.go:25-37),
 //     so if it allows bookmarks, S is on the wire as the initial-events-end
 //     bookmark after the run, and that bookmark's RV is the candidate.
 //     Without bookmarks S is not on the wire, so the longest leading run

@@ -20,7 +20,7 @@ import (
 // too, so one set of etcd faults hits both stacks. The course's stack keeps
 // its keys under its own prefix, /course, apart from the kube-apiserver's,
 // which start at `DefaultEtcdPathPrefix`, /registry
-// (k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/options.go:33).
+// (k8s.io/kubernetes@v1.37.0/pkg/kubeapiserver/options/options.go:33).
 // Each member is its own process: a kill is a crash.
 type HACluster struct {
 	*labkit.Cluster
@@ -64,9 +64,9 @@ func (c *HACluster) labcluster(ctx context.Context, args ...string) (string, err
 // the apiserver's etcd client to notice, and, for the leader, usually but
 // not always long enough for the others to elect a new one. etcd's default
 // election timeout is 1 s (`ElectionMs`,
-// go.etcd.io/etcd/server/v3@v3.6.8/embed/config.go:672), but raft draws
+// go.etcd.io/etcd/server/v3@v3.7.0/embed/config.go:534), but raft draws
 // each member's timeout afresh from [1 s, 2 s) (`randomizedElectionTimeout`,
-// go.etcd.io/raft/v3@v3.6.0/raft.go:2050), so a follower may only start its
+// go.etcd.io/raft/v3@v3.7.0/raft.go:2054), so a follower may only start its
 // election near the end of the 2 s.
 const etcdDowntime = 2 * time.Second
 
@@ -113,7 +113,7 @@ func (c *HACluster) EtcdFaults() map[string]func(ctx context.Context) (string, [
 // moveLeader asks etcd's leader to hand leadership to another member, as
 // `etcdctl move-leader` does, with etcd's `MoveLeader` call, which only
 // the leader serves: any other member answers ErrGRPCNotLeader
-// (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/maintenance.go:295-304).
+// (go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/api/v3rpc/maintenance.go:298-307).
 func (c *HACluster) moveLeader(ctx context.Context) (string, []Write, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.State.EtcdURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -148,7 +148,7 @@ func (c *HACluster) moveLeader(ctx context.Context) (string, []Write, error) {
 		}
 	}
 	// `MoveLeader` must be sent to the leader: others refuse it
-	// (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/maintenance.go:295-304).
+	// (go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/api/v3rpc/maintenance.go:298-307).
 	one, err := clientv3.New(clientv3.Config{Endpoints: []string{leaderURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return "", nil, err

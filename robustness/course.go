@@ -41,7 +41,7 @@ type CourseStack struct {
 // StartCourseStack starts the stack for namespace ns, on etcd's three
 // members (under the key prefix /course, apart from the kube-apiserver's
 // keys, which start at `DefaultEtcdPathPrefix`, /registry:
-// k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/options.go:33), or
+// k8s.io/kubernetes@v1.37.0/pkg/kubeapiserver/options/options.go:33), or
 // on an embedded etcd of its own when etcd is nil.
 func StartCourseStack(ns string, etcd *HACluster) (*CourseStack, error) {
 	mcfg := miniapiserver.Config{Listen: "127.0.0.1:0", ErrorLog: io.Discard}
@@ -152,9 +152,9 @@ func proxyStall(p *Proxy) func(context.Context) (string, []Write, error) {
 // ConfigMaps or Pods, for any target; fieldSelector "" selects all. On Pods
 // with spec.nodeName=NODE it lists and watches what a kubelet does (the
 // kubelet's `NewListWatchFromClient` with that field selector,
-// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:37, which feeds
+// k8s.io/kubernetes@v1.37.0/pkg/kubelet/config/apiserver.go:37, which feeds
 // a bare Reflector, not an informer: `NewReflector`,
-// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:65).
+// k8s.io/kubernetes@v1.37.0/pkg/kubelet/config/apiserver.go:65).
 func ClientGoInformer(cfg *rest.Config, ns, resource, fieldSelector string) func(int, HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 	return func(id int, rec HandlerRecorder) (InformerSpec, func() map[string]Object, func(context.Context)) {
 		client := kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg))

@@ -7,19 +7,19 @@
 // while it injects their faults and the etcd faults of cluster.go.)
 //
 // Modelled on etcd's robustness suite
-// (go.etcd.io/etcd/tests/v3@v3.6.8/robustness, at the course's etcd
+// (go.etcd.io/etcd/tests/v3@v3.7.0/robustness, at the course's etcd
 // version but not among its dependencies), which records client traffic
 // while it injects failures and validates the history against a model of
 // etcd with porcupine (`NonDeterministicModel`,
-// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/operations.go:38)
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/operations.go:37)
 // and a set of watch validators (`validateWatch`,
-// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/watch.go:40-81).
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/watch.go:42-94).
 // This package is written for the course, one level up, and its kinds are
 // its own: its "atomic", the right event for each write, is not etcd's
 // "atomic", that a revision's events are never split across watch
 // responses (https://etcd.io/docs/v3.6/learning/api_guarantees/#watch-apis;
 // checked by `validateAtomic`,
-// go.etcd.io/etcd/tests/v3@v3.6.8/robustness/validate/watch.go:167-181). The
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/watch.go:180-194). The
 // objects are Kubernetes objects keyed namespace/name, the revisions are
 // resourceVersions, and the guarantees are those a Kubernetes watch and an
 // informer give (410 when history is gone, bookmarks, label selectors,
@@ -45,7 +45,7 @@ const (
 	// Applied: the server applied it, and its answer gave no
 	// resourceVersion: a DELETE through client-go's typed client, whose
 	// `Delete` returns only an error, no object
-	// (k8s.io/client-go@v0.36.4/gentype/type.go:250-258).
+	// (k8s.io/client-go@v0.37.0/gentype/type.go:250-258).
 	Applied Outcome = "applied"
 	// Unknown: no answer (a timeout, a cut connection): it may or may not
 	// have been applied. Events or the final LIST can tell.
@@ -98,21 +98,21 @@ type WatchSpec struct {
 	// StartRV is the request's resourceVersion. A number: the changes
 	// after it, or 410. "" or "0" without sendInitialEvents: with the
 	// `WatchList` gate on, the default since 1.34
-	// (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:536-542),
+	// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501),
 	// the apiserver turns such a watch into sendInitialEvents=true with
 	// NotOlderThan (`SetListOptionsDefaults`,
-	// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go:25-37;
+	// k8s.io/apimachinery@v0.37.0/pkg/apis/meta/internalversion/defaults.go:25-37;
 	// the handler calls `SetListOptionsDefaults` on every list and watch,
-	// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:216), and lab
+	// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go:216), and lab
 	// 03's server does the same. From "" the Cacher first waits until its
 	// cache has etcd's current revision (`GetCurrentResourceVersion`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1303), so the
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1321), so the
 	// state is the newest; from "0" it takes the cache as it is, which need
 	// not be the newest. Either way that state comes first as ADDED
 	// events, then the changes after it; a watch that allows bookmarks
 	// gets the initial-events-end bookmark between the two
 	// (`setInitialEventsEndBookmarkIfRequested`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1337-1353).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1359-1375).
 	StartRV  string
 	Resource string // "pods" or "configmaps" ("": configmaps)
 	Selector string // a label selector, "" for everything
@@ -123,7 +123,7 @@ type WatchSpec struct {
 	// that cannot keep up. The server ends such a watch: when its buffer
 	// is full, the Cacher waits for it only as long as its
 	// `dispatchTimeoutBudget` allows, then closes it
-	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1015-1033).
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1033-1051).
 	Slow              bool
 	SendInitialEvents bool
 	Bookmarks         bool

@@ -40,9 +40,9 @@ func (m *model) visible(key string, sel selector) []interval {
 // the informer relisted: the relist hands the handler OnUpdate(old, new)
 // for two different objects. It is client-go's design, not a lost event
 // (the `ResourceEventHandler` doc says OnUpdate is also called on a re-list,
-// k8s.io/client-go@v0.36.4/tools/cache/controller.go:269-279, and
+// k8s.io/client-go@v0.37.0/tools/cache/controller.go:271-281, and
 // `processReplacedAllInfo` pairs old and new objects by key alone,
-// k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-777), and a handler
+// k8s.io/client-go@v0.37.0/tools/cache/controller.go:972-993), and a handler
 // that must see every delete compares the objects' UIDs. Reported apart
 // from the other kinds, with its history.
 const RelistRecreate = "relist-recreate"
@@ -106,7 +106,7 @@ func (m *model) checkInformer(inf InformerSpec) {
 						// Only a relist merges two objects of one name into an
 						// OnUpdate: client-go's `processReplacedAllInfo` gives
 						// OnUpdate(old, new) for every key the cache held and
-						// the new list has (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-800).
+						// the new list has (k8s.io/client-go@v0.37.0/tools/cache/controller.go:972-1016).
 						m.add(RelistRecreate, fmt.Sprintf("%s: %s was deleted at RV %d and created again at RV %d while the informer relisted: the handler got OnUpdate(rv %d -> rv %d) across the two objects, with no OnDelete between them", name, key, ivs[open].to, ivs[i].from, last.RV, c.RV), slices.Concat(tail(shown, 3), m.lifeOf(key, last.RV, c.RV))...)
 					} else {
 						m.add("informer-delete", fmt.Sprintf("%s: %s left at RV %d, and the handler was never told: its next call is about a later object of that name", name, key, ivs[open].to), slices.Concat(tail(shown, 3), m.lifeOf(key, ivs[open].from, c.RV))...)

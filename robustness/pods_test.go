@@ -83,9 +83,9 @@ func TestPodDeleteOnBothStacks(t *testing.T) {
 // leaves it no finalizers, deletes it, and is answered 200 with the object
 // the update asked for at the stored object's old resourceVersion
 // (`ShouldDeleteDuringUpdate`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:573-594;
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:633-654;
 // `deleteWithoutFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:598-619).
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:658-679).
 // A finalizer holds the Pod marked here; in the robustness runs a delete
 // that failed between its two writes (its connection cut, or etcd failing
 // the second) left it so. What `deletesDuringUpdate` in the checker reads.

@@ -25,7 +25,7 @@ type RealStack struct {
 // apiserver refuses objects in a namespace that does not exist: its
 // NamespaceLifecycle admission plugin answers such a create with the
 // namespace's NotFound (`IsNotFound`,
-// k8s.io/apiserver@v0.36.4/pkg/admission/plugin/namespace/lifecycle/admission.go:154-160).
+// k8s.io/apiserver@v0.37.0/pkg/admission/plugin/namespace/lifecycle/admission.go:159-165).
 func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, error) {
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -38,17 +38,17 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	// A Pod runs as a ServiceAccount, "default" unless it names one, and
 	// the ServiceAccount admission plugin, on by default
 	// (`DefaultOffAdmissionPlugins` lists it among the default-on ones,
-	// k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/plugins.go:170-174),
+	// k8s.io/kubernetes@v1.37.0/pkg/kubeapiserver/options/plugins.go:164-168),
 	// refuses a Pod
 	// whose ServiceAccount it cannot find (`Admit`,
-	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:138-163).
+	// k8s.io/kubernetes@v1.37.0/plugin/pkg/admission/serviceaccount/admission.go:138-165).
 	// The controller-manager's serviceaccount controller would create
 	// "default" in every namespace
 	// (`DefaultServiceAccountsControllerOptions`,
-	// k8s.io/kubernetes@v1.36.4/pkg/controller/serviceaccount/serviceaccounts_controller.go:56-62);
+	// k8s.io/kubernetes@v1.37.0/pkg/controller/serviceaccount/serviceaccounts_controller.go:56-62);
 	// this cluster runs none, so it is created here. The plugin looks it up in the apiserver when its
 	// cache does not have it yet (`getServiceAccount`,
-	// k8s.io/kubernetes@v1.36.4/plugin/pkg/admission/serviceaccount/admission.go:282-312).
+	// k8s.io/kubernetes@v1.37.0/plugin/pkg/admission/serviceaccount/admission.go:284-314).
 	_, err = client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("serviceaccount %s/default: %w", ns, err)

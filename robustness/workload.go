@@ -140,11 +140,11 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 	// RV "" the LIST is a consistent read, which kube-apiserver serves
 	// from its watch cache since `ConsistentListFromCache` (GA and locked
 	// on since 1.34:
-	// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398). A
+	// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365). A
 	// write whose answer was lost can still be applied after the LIST: when
 	// a request times out, the apiserver answers 504 but its handler goes
 	// on (`NewTimeoutError`,
-	// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/finisher/finisher.go:127-146).
+	// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/finisher/finisher.go:127-146).
 	// So the LIST is taken again until the caches hold the newest one, or
 	// a minute has passed: then the last one stands.
 	// Each informer must hold what the LISTs hold for its selector.
@@ -261,19 +261,19 @@ func colorOf(rng *rand.Rand) string {
 // A Pod is created already bound to a node: spec.nodeName is set in the
 // create, which the API accepts (a scheduler sets it through the
 // pods/binding subresource instead, `setPodNodeAndMetadata`,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:213-245,
+// k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/storage/storage.go:213-245,
 // which also adds a PodScheduled condition these Pods lack). No kubelet
 // runs it. It is deleted with gracePeriodSeconds=0: a bound Pod's period
 // is otherwise its terminationGracePeriodSeconds (`CheckGracefulDelete`,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195),
+// k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/strategy.go:175-206),
 // and a delete with a period above 0 only marks the Pod, leaving it until
 // another DELETE removes it; with 0 (and no finalizers) the same request
 // marks it and then deletes it, two writes (`Delete`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1182-1215;
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:1246-1279;
 // see `placeMarks` in check.go). An update changes only its labels and its
 // annotation "v": a Pod's spec can barely change
 // (`ValidatePodUpdate`,
-// k8s.io/kubernetes@v1.36.4/pkg/apis/core/validation/validation.go:5691-5843).
+// k8s.io/kubernetes@v1.37.0/pkg/apis/core/validation/validation.go:5849-6001).
 func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg Config, n int) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(100+n)))
 	cms := client.CoreV1().ConfigMaps(cfg.Namespace)
@@ -295,7 +295,7 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 	// doubling to 1 s: like a controller's per-item rate limiter, with
 	// smaller numbers. client-go's default per-item limiter goes from 5 ms
 	// to 1000 s (`DefaultTypedControllerRateLimiter`,
-	// k8s.io/client-go@v0.36.4/util/workqueue/default_rate_limiters.go:50-56).
+	// k8s.io/client-go@v0.37.0/util/workqueue/default_rate_limiters.go:50-56).
 	// While the server is down every request fails at once, and each one
 	// may or may not have been applied (the model must branch on it), so a
 	// writer that kept its pace would fill the history with hundreds of
@@ -382,7 +382,7 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 		case err == nil && w.Op == Delete:
 			// client-go's typed `Delete` returns only an error, no
 			// object, so no RV
-			// (k8s.io/client-go@v0.36.4/gentype/type.go:250-258): the
+			// (k8s.io/client-go@v0.37.0/gentype/type.go:250-258): the
 			// events place it.
 			w.Outcome = Applied
 			exists[name] = false
@@ -400,7 +400,7 @@ func writer(ctx context.Context, rec *recorder, client kubernetes.Interface, cfg
 			// applied: either may be. A 500 says nothing of it, and a 504
 			// after the request's timeout leaves the handler running
 			// (`NewTimeoutError`,
-			// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/finisher/finisher.go:127-146).
+			// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/finisher/finisher.go:127-146).
 			w.Outcome, w.Err = Unknown, err.Error()
 			if w.Op == Create {
 				exists[name] = rng.IntN(2) == 0 // a guess; the next answer corrects it
@@ -429,7 +429,7 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 		// One watch in three is of Pods. A resourceVersion is etcd's
 		// revision, one sequence for every resource (the etcd3 store
 		// gives an object its key's `ModRevision`,
-		// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:265), so a
+		// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:273), so a
 		// slot may resume a Pod watch from the last RV of a ConfigMap
 		// watch.
 		var w resourceWatcher = client.CoreV1().ConfigMaps(cfg.Namespace)
@@ -452,24 +452,24 @@ func watcherSlot(watchCtx, runCtx context.Context, rec *recorder, client kuberne
 			// One object by name, the field selector every resource
 			// serves: what `kubectl get cm NAME -w` asks for
 			// (`WatchSingle`,
-			// k8s.io/cli-runtime@v0.36.4/pkg/resource/helper.go:173-182).
+			// k8s.io/cli-runtime@v0.37.0/pkg/resource/helper.go:173-182).
 			spec.FieldSelector = fmt.Sprintf("metadata.name=key-%02d", rng.IntN(cfg.Keys))
 			if spec.Resource == "pods" {
 				spec.FieldSelector = fmt.Sprintf("metadata.name=pod-%02d", rng.IntN(cfg.Pods))
 				if rng.IntN(2) == 0 {
 					// The Pods of one node: what each kubelet lists and
 					// watches (`NewSourceApiserver`,
-					// k8s.io/kubernetes@v1.36.4/pkg/kubelet/config/apiserver.go:35-37).
+					// k8s.io/kubernetes@v1.37.0/pkg/kubelet/config/apiserver.go:35-37).
 					// The pod registry gives the Cacher a `TriggerFunc` on
 					// spec.nodeName
-					// (k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:96),
+					// (k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/storage/storage.go:96),
 					// so a watch that asks for one node is filed under it
 					// (`triggerValue`,
-					// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568)
+					// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:555-565)
 					// and an event wakes only the watchers of its node,
 					// the old and the new, and those without a node
 					// (`valueWatchers`,
-					// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1110-1120).
+					// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1128-1138).
 					spec.FieldSelector = "spec.nodeName=" + []string{"node-a", "node-b"}[rng.IntN(2)]
 				}
 			}

@@ -194,7 +194,7 @@ sed -i "s#sandbox_image = \".*\"#sandbox_image = \"registry.k8s.io/pause:$pause_
 # Pod's sandbox -998 (`defaultSandboxOOMAdj`,
 # github.com/containerd/containerd/v2@v2.3.4/internal/cri/server/podsandbox/helpers_linux.go:48),
 # and the kubelet asks -997 for Guaranteed and critical containers
-# (`guaranteedOOMScoreAdj` k8s.io/kubernetes@v1.36.4/pkg/kubelet/qos/policy.go:33):
+# (`guaranteedOOMScoreAdj` k8s.io/kubernetes@v1.37.0/pkg/kubelet/qos/policy.go:35):
 # runc in the node then fails to start every Pod ("can't get final child's PID from pipe:
 # EOF"). With restrict_oom_score_adj, containerd raises such scores to its
 # own, as kind's entrypoint has it do under user namespaces. Elsewhere it

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rewrites each plain upstream citation in the checkout's Markdown files,
-#   (`triggerValue`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568)
+#   (`triggerValue`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:555-565)
 # as the short link scripts/check-links.sh wants there,
-#   (`triggerValue`, [cacher.go:558-568](https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L558-L568))
+#   (`triggerValue`, [cacher.go:555-565](https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L555-L565))
 # leaving code (fenced blocks, code spans, HTML comments) as it is. Go files,
 # scripts and exercises keep the plain form. Each link is checked before it is
 # written (the file exists in the module version, downloaded if missing, and

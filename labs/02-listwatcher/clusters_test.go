@@ -276,9 +276,9 @@ func (r *recordingListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 // cache has caught up with etcd's current revision, not from etcd. The
 // apiserver counts such reads in the metric
 // apiserver_watch_cache_consistent_read_total (`ConsistentReadTotal`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:174, which
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233, which
 // CacheDelegator.GetList increments with `ConsistentReadTotal.WithLabelValues`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:228-233): our LIST must add one with success="true" and
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:175-180): our LIST must add one with success="true" and
 // fallback="false" (served by the cache, no fall-back to etcd).
 func TestConsistentListFromCache(t *testing.T) {
 	_, ns := newNamespace(t)

@@ -146,7 +146,7 @@ func readBody(t *testing.T, resp *http.Response) []byte {
 
 // TestWatchContentType: a JSON watch is served as plain application/json by
 // both servers; the real one adds ";stream=watch" for protobuf
-// (`mediaType` in serveWatchHandler, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:95-108),
+// (`mediaType` in serveWatchHandler, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:97-110),
 // which ours does not serve.
 func TestWatchContentType(t *testing.T) {
 	t.Parallel()
@@ -197,7 +197,7 @@ func TestNoTokenIsForbiddenOnTheRealServer(t *testing.T) {
 // not reached is a 504 Timeout "Too large resource version" with a retry
 // hint, from both servers. The real one answers only after waiting for its
 // watch cache to catch up (`blockTimeout`, 3 s, in
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:53); ours at once.
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:49); ours at once.
 func TestTooLargeResourceVersion(t *testing.T) {
 	t.Parallel()
 	for _, s := range twoServers(t) {
@@ -232,7 +232,7 @@ func TestTooLargeResourceVersion(t *testing.T) {
 // is already done. With resourceVersion "" the real Cacher reads its current
 // revision with that context and may answer an ERROR event "context deadline
 // exceeded" (`getWatchCacheResourceVersion` calls `GetCurrentResourceVersion`
-// with it, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1303), or the WatchServer's expired timer ends the
+// with it, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1313-1321), or the WatchServer's expired timer ends the
 // stream first: an empty 200. With a resourceVersion N there is no such read:
 // always an empty 200. Ours: memstorage's TestExpiredContext.
 func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
@@ -267,7 +267,7 @@ func TestExpiredTimeoutOnTheRealServer(t *testing.T) {
 // TestExactListOfAnOlderRVOnTheRealServer: a LIST with
 // resourceVersionMatch=Exact at a resourceVersion older than the newest is
 // answered with the state of that moment (from a watch cache snapshot if one
-// fits, else from etcd: `shouldDelegateExactRV`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1428-1439),
+// fits, else from etcd: `shouldDelegateExactRV`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1454-1465),
 // not 410; 410 comes only once etcd has compacted that revision (lab 01's
 // too-old scenario). Ours rebuilds it from the history ring.
 func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
@@ -306,7 +306,7 @@ func TestExactListOfAnOlderRVOnTheRealServer(t *testing.T) {
 // TestTableWatchColumnsOnlyFirst: a watch that asks for Tables (as kubectl
 // get -w does) gets the column definitions in its first event only, from
 // the real apiserver (watchEmbeddedEncoder sets `NoHeaders` after the first,
-// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:88-96) and ours.
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go:88-96) and ours.
 func TestTableWatchColumnsOnlyFirst(t *testing.T) {
 	t.Parallel()
 	ns, servers := bothServers(t, "table")
@@ -382,8 +382,8 @@ func watchEventNames(t *testing.T, server string, body []byte, names ...string) 
 // TestLegacyWatchPathForcesAWatch: GET /api/v1/watch/namespaces/NS/configmaps
 // is a watch without any ?watch parameter, and even with ?watch=false: the
 // installer routes the deprecated /watch/ paths to ListResource with
-// forceWatch true (`restfulListResource`, k8s.io/apiserver@v0.36.4/pkg/endpoints/installer.go:1015;
-// `ListResource`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:168-190). With no
+// forceWatch true (`restfulListResource`, k8s.io/apiserver@v0.37.0/pkg/endpoints/installer.go:1016;
+// `ListResource`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go:168-190). With no
 // resourceVersion it starts with an ADDED event per existing object; the
 // /watch/.../NAME path watches that one object. Both servers.
 //
@@ -440,22 +440,22 @@ func TestLegacyWatchPathForcesAWatch(t *testing.T) {
 // TestWatchPassesPriorityAndFairness: a watch on the real apiserver goes
 // through priority and fairness like any request (the filter skips other
 // long-running requests, not watches: `isWatchRequest`,
-// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:101-104),
+// k8s.io/apiserver@v0.37.0/pkg/server/filters/priority-and-fairness.go:101-104),
 // and its response names, by UID, the FlowSchema that classified
 // it and the priority level that admitted it (`setResponseHeaders`,
-// k8s.io/apiserver@v0.36.4/pkg/server/filters/priority-and-fairness.go:365). An
+// k8s.io/apiserver@v0.37.0/pkg/server/filters/priority-and-fairness.go:365). An
 // admin in the group system:masters, labcluster's, matches the FlowSchema
 // "exempt" (`MandatoryFlowSchemaExempt`,
-// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:114-124);
+// k8s.io/apiserver@v0.37.0/pkg/apis/flowcontrol/bootstrap/default.go:114-124);
 // kind's admin, whom kubeadm puts in the group kubeadm:cluster-admins instead
 // (`ClusterAdminsGroupAndClusterRoleBinding`,
-// k8s.io/kubernetes@v1.36.4/cmd/kubeadm/app/constants/constants.go:211),
+// k8s.io/kubernetes@v1.37.0/cmd/kubeadm/app/constants/constants.go:211),
 // matches "global-default" (`SuggestedFlowSchemaGlobalDefault`,
-// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:422-433);
+// k8s.io/apiserver@v0.37.0/pkg/apis/flowcontrol/bootstrap/default.go:422-433);
 // a service account's
 // watch the FlowSchema "service-accounts", priority level "workload-low"
 // (the suggested configuration, `SuggestedFlowSchemaServiceAccounts`,
-// k8s.io/apiserver@v0.36.4/pkg/apis/flowcontrol/bootstrap/default.go:404-405).
+// k8s.io/apiserver@v0.37.0/pkg/apis/flowcontrol/bootstrap/default.go:404-405).
 // Ours has no priority and fairness.
 func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	t.Parallel()
@@ -547,7 +547,7 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 	// its initial ADDED, leave the gauge of executing requests of its
 	// FlowSchema at 0 (apiserver_flowcontrol_current_executing_requests:
 	// "in initial (for a WATCH) ... execution stage", `apiserverCurrentExecutingRequests`,
-	// k8s.io/apiserver@v0.36.4/pkg/util/flowcontrol/metrics/metrics.go:246-251).
+	// k8s.io/apiserver@v0.37.0/pkg/util/flowcontrol/metrics/metrics.go:234-239).
 	send(t, admin, http.MethodPost, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps", "", "application/json", `{"metadata":{"name":"x"}}`)
 	for range 3 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cluster.Server+"/api/v1/namespaces/"+ns+"/configmaps?watch=1&timeoutSeconds=60&fieldSelector=metadata.name%3Dx", nil)
@@ -583,9 +583,9 @@ func TestWatchPassesPriorityAndFairness(t *testing.T) {
 // apiserver turns a BOOKMARK's object into a Table too: one row whose
 // object is the bookmark's metadata as a PartialObjectMetadata, the
 // initial-events-end annotation kept (`asTable` in
-// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:367, reached
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go:367, reached
 // from watchEmbeddedEncoder.doEncode for every event but an ERROR's Status:
-// `doTransformObject`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:247-269). Ours sends the
+// `doTransformObject`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go:247-269). Ours sends the
 // bookmark's ConfigMap as it is (README section 5, "Tables for bookmarks").
 func TestTableWatchBookmark(t *testing.T) {
 	t.Parallel()

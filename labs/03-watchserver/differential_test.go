@@ -23,9 +23,9 @@ import (
 // between the event and its already-expired timer (ours lets the storage
 // decide: memstorage.TestExpiredContext). And a too-old resourceVersion:
 // every watch on the real apiserver is served by its Cacher
-// (`CacheDelegator.Watch`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:122-133;
+// (`CacheDelegator.Watch`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:96-107;
 // a cache that is not ready answers 429, `NewTooManyRequests`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:525-531), whose
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:532-533), whose
 // window starts at the list it made when the apiserver started, and on a
 // cluster this young it still holds every event since. An RV is too old
 // there only after a restart (lab 01's restart scenario); the too-old
@@ -57,7 +57,7 @@ var badRequests = []string{
 }
 
 // badPodRequests are checked on pods: their field selectors are the pod's
-// own (`AddFieldLabelConversionFunc`, k8s.io/kubernetes@v1.36.4/pkg/apis/core/v1/conversion.go:36-53), with its
+// own (`AddFieldLabelConversionFunc`, k8s.io/kubernetes@v1.37.0/pkg/apis/core/v1/conversion.go:34-51), with its
 // own error message.
 var badPodRequests = []string{
 	"fieldSelector=spec.bogus%3Dx",

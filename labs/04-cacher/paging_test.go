@@ -9,7 +9,7 @@ package lab_test
 // TestChunkingReturnsChunksOfResults and
 // TestChunkingContinuesInconsistentlyAfterCompaction are the two
 // `ConformanceIt` cases of Kubernetes' API chunking conformance test
-// (k8s.io/kubernetes@v1.36.4/test/e2e/apimachinery/chunking.go:83-234),
+// (k8s.io/kubernetes@v1.37.0/test/e2e/apimachinery/chunking.go:83-234),
 // re-expressed here with client-go; the comments cite the lines of
 // chunking.go each assertion ports. Two choices of ours: ConfigMaps instead of PodTemplates
 // (the miniapiserver serves ConfigMaps and Pods only), and etcd compacted
@@ -171,15 +171,15 @@ func createRootCA(t *testing.T, client kubernetes.Interface, ns string) {
 // revision (kube-apiserver's compactor would use its previous tick's
 // revision: this test cannot wait 5 to 10 minutes), by calling upstream's
 // own `Compact`, a transaction that records the revision under
-// `compactRevKey` and then compacts (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:219-221).
+// `compactRevKey` and then compacts (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:219-221).
 // The record is what matters. The apiserver's Cacher serves a continued
 // list from its snapshots when it has one at the token's revision
-// (`ShouldDelegateContinue`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1411-1426);
+// (`ShouldDelegateContinue`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1437-1452);
 // its etcd3 store learns compactions by watching that key (`runWatchLoop`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:255-280), and the
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:255-280), and the
 // Cacher reads the store's recorded compact revision every `compactorPollPeriod`, 15 s
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/compactor.go:28-31), to drop
-// older snapshots (`compactIfNeeded`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/compactor.go:65-77).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/compactor.go:28-31), to drop
+// older snapshots (`compactIfNeeded`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/compactor.go:65-77).
 // So a compaction behind its back (`labcluster etcd compact`) would leave
 // the snapshots, and the token, alive.
 func compactLikeKubeAPIServer(ctx context.Context, dir string) error {
@@ -244,7 +244,7 @@ func expectedNames() []string {
 
 // continueToken is a decoded continue token, the JSON that
 // storage.EncodeContinue writes: upstream's `continueToken`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:39-43).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/continue.go:39-43).
 type continueToken struct {
 	APIVersion      string `json:"v"`
 	ResourceVersion int64  `json:"rv"`
@@ -254,7 +254,7 @@ type continueToken struct {
 // decodeToken decodes a continue token and checks it has upstream's form:
 // unpadded base64url of a JSON object with exactly the keys v, rv, start,
 // v being meta.k8s.io/v1. Its StartKey is returned as upstream's
-// `DecodeContinue` reads it (k8s.io/apiserver@v0.36.4/pkg/storage/continue.go:47-76),
+// `DecodeContinue` reads it (k8s.io/apiserver@v0.37.0/pkg/storage/continue.go:47-76),
 // relative to the collection and without a leading "/", which a token may
 // or may not carry.
 func decodeToken(t *testing.T, token string) continueToken {
@@ -401,7 +401,7 @@ type expiredAnswer struct {
 // resourceVersion. Then the two servers' 410s are compared: the same code,
 // reason and message, and tokens that start at the same key with rv -1
 // ("the latest"), as upstream's `handleCompactedErrorForPaging` makes them
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:77-88).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:77-88).
 func TestChunkingContinuesInconsistentlyAfterCompaction(t *testing.T) {
 	t.Parallel()
 	ns, targets := pagingTargets(t)
@@ -545,7 +545,7 @@ func encodeToken(json string) string { return base64.RawURLEncoding.EncodeToStri
 // continue token gets, from the miniapiserver, the HTTP status and Status
 // body (reason, message) that the real apiserver sends. Upstream's answer
 // comes from `ValidateListOptions`, which decodes the token with
-// `DecodeContinue` (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go:346-354),
+// `DecodeContinue` (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go:371-379),
 // and the miniapiserver's Cacher calls the same function first.
 func TestBadContinueTokensAnswerAsTheRealAPIServer(t *testing.T) {
 	t.Parallel()

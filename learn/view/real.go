@@ -106,7 +106,7 @@ type realMetric struct {
 // realMetrics: the kube-apiserver's own view of its watch cache for
 // ConfigMaps. The names are those registered with `EventsReceivedCounter`
 // and the rest of the cacher's metrics,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:42-210
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:75-279
 // (three of them, watch_cache_capacity*, have no "apiserver_" namespace
 // there) and pkg/endpoints/metrics/metrics.go:85-93,170-178. Where each is
 // counted: events_received_total in watchCache.processEvent
@@ -137,7 +137,7 @@ func cm() map[string]string { return map[string]string{"group": "", "resource": 
 // k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59. In 1.36
 // the informer's FIFO is a RealFIFO with atomic events: a whole list or
 // relist is one queued item (`addReplaceToItemsLocked`,
-// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:294-320).
+// k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:294-320).
 type fifoGauges struct {
 	queued  atomicGauge
 	storeRV atomicGauge

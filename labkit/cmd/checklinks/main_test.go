@@ -19,9 +19,9 @@ func TestFindReadsModulesByTheirWholeName(t *testing.T) {
 		from, to, refs int
 	}{
 		{"`Provision` (sigs.k8s.io/kind@v0.33.0/pkg/cluster/internal/create/create.go:102-142)", "sigs.k8s.io/kind", "pkg/cluster/internal/create/create.go", 102, 142, 1},
-		{"`Anonymous`, k8s.io/apiserver@v0.36.4/pkg/authentication/user/user.go:77", "k8s.io/apiserver", "pkg/authentication/user/user.go", 77, 77, 1},
+		{"`Anonymous`, k8s.io/apiserver@v0.37.0/pkg/authentication/user/user.go:77", "k8s.io/apiserver", "pkg/authentication/user/user.go", 77, 77, 1},
 		{"the image registry.k8s.io/pause@v3.10.2/pause is no module", "", "", 0, 0, 0},
-		{"`defaultBookmarkFrequency` in https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L75-L77", "k8s.io/apiserver", "pkg/storage/cacher/cacher.go", 75, 77, 1},
+		{"`defaultBookmarkFrequency` in https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L76-L78", "k8s.io/apiserver", "pkg/storage/cacher/cacher.go", 75, 77, 1},
 	} {
 		refs := find("x.md", c.line)
 		if len(refs) != c.refs {

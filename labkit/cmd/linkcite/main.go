@@ -1,11 +1,11 @@
 // Command linkcite is scripts/link-citations.sh: it rewrites each plain
 // upstream citation in the Markdown files of a checkout,
 //
-//	(`triggerValue`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568)
+//	(`triggerValue`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:555-565)
 //
 // as the short link scripts/check-links.sh wants there,
 //
-//	(`triggerValue`, [cacher.go:558-568](https://github.com/kubernetes/kubernetes/blob/v1.36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L558-L568))
+//	(`triggerValue`, [cacher.go:555-565](https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L555-L565))
 //
 // The link's text is the file's base name and lines ([cacher.go] for a whole
 // file, the path for a directory, `pkg.Symbol` for PACKAGE.Symbol, linked

@@ -1,8 +1,8 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go
+// Upstream: k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/types.go
 // (`ListOptions`: the query parameters a watch is asked with, and their
-// names, k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go:346).
+// names, k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/types.go:361).
 //
 // This is the solution of the exercise watch-query (README: "Write it
 // yourself"); query_exercise.go is the stub built with -tags exercise.

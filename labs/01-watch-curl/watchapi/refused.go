@@ -1,9 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/rest/request.go (`Request.Watch`: a
+// Upstream: k8s.io/client-go@v0.37.0/rest/request.go (`Request.Watch`: a
 // response that is not 200 OK is turned into an error from its Status body
 // by `transformResponse`, before any stream is read:
-// k8s.io/client-go@v0.36.4/rest/request.go:796-815).
+// k8s.io/client-go@v0.37.0/rest/request.go:798-817).
 //
 // This is the solution of the exercise refused-watch (README: "Write it
 // yourself"); refused_exercise.go is the stub built with -tags exercise.

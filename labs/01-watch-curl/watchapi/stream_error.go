@@ -1,13 +1,13 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/rest/watch/decoder.go (`Decoder.Decode`
-// passes io.EOF on as the clean end, k8s.io/client-go@v0.36.4/rest/watch/decoder.go:47-52) and
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go (a stream that breaks is
+// Upstream: k8s.io/client-go@v0.37.0/rest/watch/decoder.go (`Decoder.Decode`
+// passes io.EOF on as the clean end, k8s.io/client-go@v0.37.0/rest/watch/decoder.go:47-52) and
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go (a stream that breaks is
 // a reason to watch again, not a failure of the informer: the
-// `StreamWatcher` ends it silently, k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go:109-121,
+// `StreamWatcher` ends it silently, k8s.io/apimachinery@v0.37.0/pkg/watch/streamwatcher.go:109-121,
 // and the Reflector, seeing `ResultChan` closed, returns no error,
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1006-1009, so it calls
-// `WatchWithContext` for the next one, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:605).
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1006-1009, so it calls
+// `WatchWithContext` for the next one, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:605).
 //
 // This is the solution of the exercise cut-off-stream (README: "Write it
 // yourself"); stream_error_exercise.go is the stub built with -tags exercise.

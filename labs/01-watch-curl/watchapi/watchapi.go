@@ -9,16 +9,16 @@
 // in internal/watchcmd).
 //
 // Upstream counterparts, at Kubernetes v1.36.4:
-//   - k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/watch.go, type WatchEvent:
+//   - k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/watch.go, type WatchEvent:
 //     the wire form of one event, {"type": ..., "object": ...}.
-//   - k8s.io/client-go@v0.36.4/rest/watch/decoder.go, Decoder.Decode: turns
+//   - k8s.io/client-go@v0.37.0/rest/watch/decoder.go, Decoder.Decode: turns
 //     frames into (type, object) pairs. An ERROR frame is no exception:
 //     `Decoder.Decode` returns (watch.Error, *metav1.Status, nil)
-//     (k8s.io/client-go@v0.36.4/rest/watch/decoder.go:47-66), and it is the
+//     (k8s.io/client-go@v0.37.0/rest/watch/decoder.go:47-66), and it is the
 //     consumer that makes an error of the Status (the Reflector calls
-//     `apierrors.FromObject`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1010-1011). Our Next does the
+//     `apierrors.FromObject`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1010-1011). Our Next does the
 //     same: an ERROR is an event, and WatchEvent.Status decodes its Status.
-//   - k8s.io/apimachinery@v0.36.4/pkg/util/framer/framer.go, NewJSONFramedReader:
+//   - k8s.io/apimachinery@v0.37.0/pkg/util/framer/framer.go, NewJSONFramedReader:
 //     splits the body into JSON values.
 //
 // Left out: protobuf and CBOR (client-go can ask for protobuf with an Accept

@@ -1,9 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go
+// Upstream: k8s.io/apimachinery@v0.37.0/pkg/util/wait/backoff.go
 // (`Backoff.Step` and its `delay`: Duration, Factor 2, Jitter 1, Cap,
-// k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:98-130) as the Reflector sets it
-// up (`defaultBackoffInit`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:317-326).
+// k8s.io/apimachinery@v0.37.0/pkg/util/wait/backoff.go:98-130) as the Reflector sets it
+// up (`defaultBackoffInit`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:317-326).
 //
 // This is the solution of the exercise backoff-delay (README: "Write it
 // yourself"); backoff_delay_exercise.go is the stub built with -tags exercise.

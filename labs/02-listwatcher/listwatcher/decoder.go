@@ -1,8 +1,8 @@
-// Upstream: k8s.io/client-go@v0.36.4/rest/watch/decoder.go (Decoder.Decode),
-// fed by k8s.io/apimachinery@v0.36.4/pkg/util/framer/framer.go
+// Upstream: k8s.io/client-go@v0.37.0/rest/watch/decoder.go (Decoder.Decode),
+// fed by k8s.io/apimachinery@v0.37.0/pkg/util/framer/framer.go
 // (NewJSONFramedReader) and pkg/runtime/serializer/streaming/streaming.go
 // (decoder.Decode, which caps a frame at 16 MiB by default: `maxBytes`,
-// k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/streaming/streaming.go:62-67).
+// k8s.io/apimachinery@v0.37.0/pkg/runtime/serializer/streaming/streaming.go:62-67).
 //
 // Left out: every wire format but JSON, and JSON that is not one compact
 // value per line. Upstream's JSON framer runs a json.Decoder over the body,

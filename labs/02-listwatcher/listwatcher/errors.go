@@ -1,5 +1,5 @@
-// Upstream: k8s.io/client-go@v0.36.4/rest/request.go (Request.transformResponse,
-// newUnstructuredResponseError) and k8s.io/apimachinery@v0.36.4/pkg/api/errors
+// Upstream: k8s.io/client-go@v0.37.0/rest/request.go (Request.transformResponse,
+// newUnstructuredResponseError) and k8s.io/apimachinery@v0.37.0/pkg/api/errors
 // (FromObject, StatusError, IsResourceExpired, IsGone).
 //
 // We reuse apimachinery's StatusError type instead of defining our own so
@@ -25,7 +25,7 @@ import (
 // its Status (a *apierrors.StatusError). A "too old resource version" answers
 // true to apierrors.IsResourceExpired (reason Expired) or apierrors.IsGone
 // (reason Gone): both are code 410 and both mean "relist" (the Reflector's
-// `isExpiredError` checks both, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1154-1160).
+// `isExpiredError` checks both, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1154-1160).
 func StatusError(obj runtime.Object) error {
 	if status, ok := obj.(*metav1.Status); ok {
 		return &apierrors.StatusError{ErrStatus: *status}

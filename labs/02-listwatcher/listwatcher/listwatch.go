@@ -1,7 +1,7 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/listwatch.go (ListWatch,
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/listwatch.go (ListWatch,
 // NewFilteredListWatchFromClient) and rest/request.go (Request.Do,
 // Request.Watch, Request.URL), with the query parameters of
-// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go (ListOptions).
+// k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/types.go (ListOptions).
 //
 // Left out: protobuf and CBOR (we always ask for JSON), client-side rate
 // limiting and request retries (the ListAndWatch loop in loop.go is where we
@@ -103,7 +103,7 @@ func New(cfg *rest.Config, resource, namespace string) (*ListWatch, error) {
 // decodes whatever kind the body names, through its scheme); nor does a
 // dynamic client, which is given the resource and decodes whatever kind the
 // body names into `unstructured.UnstructuredList`
-// (k8s.io/client-go@v0.36.4/dynamic/simple.go:248-261); going from a kind to
+// (k8s.io/client-go@v0.37.0/dynamic/simple.go:249-262); going from a kind to
 // a resource is a RESTMapper's job (kubectl's). A scheme that knows core/v1
 // is enough for this lab.
 func KindFor(resource string) (schema.GroupVersionKind, error) {
@@ -172,10 +172,10 @@ func (lw *ListWatch) query(opts metav1.ListOptions) url.Values {
 	// from the apiserver's watch cache; "" first asks etcd for its current
 	// revision and waits until the cache has caught up with it
 	// (`ConsistentListFromCache`, GA and locked on,
-	// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398), "0"
+	// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365), "0"
 	// takes whatever the cache holds now, without waiting. See
 	// `waitAndListConsistent` and `waitAndListLatestRV` in
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-640,
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-506,
 	// and the delegation rules in pkg/storage/cacher/delegator.go.
 	if opts.ResourceVersion != "" {
 		q.Set("resourceVersion", opts.ResourceVersion)
@@ -268,9 +268,9 @@ func (lw *ListWatch) ListAllWithContext(ctx context.Context, opts metav1.ListOpt
 // continue token expires (410 Expired: etcd compacted the first page's
 // revision meanwhile), it lists everything again in one request as opts
 // asked, as upstream's pager does with `FullListIfExpired`
-// (k8s.io/client-go@v0.36.4/tools/pager/pager.go:110-121), on in every pager
-// `pager.New` makes (k8s.io/client-go@v0.36.4/tools/pager/pager.go:61-65).
-// Upstream: k8s.io/client-go@v0.36.4/tools/pager/pager.go (ListPager.list).
+// (k8s.io/client-go@v0.37.0/tools/pager/pager.go:110-121), on in every pager
+// `pager.New` makes (k8s.io/client-go@v0.37.0/tools/pager/pager.go:61-65).
+// Upstream: k8s.io/client-go@v0.37.0/tools/pager/pager.go (ListPager.list).
 func ListPages(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), opts metav1.ListOptions) (runtime.Object, error) {
 	first, err := list(ctx, opts)
 	if err != nil {

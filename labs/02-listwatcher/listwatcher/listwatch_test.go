@@ -241,7 +241,7 @@ func eventTypes(w watch.Interface, received chan struct{}) string {
 
 // upstreamStreamWatcher is the watch client-go builds for a JSON watch
 // response (`Request.Watch` and `newStreamWatcher`,
-// k8s.io/client-go@v0.36.4/rest/request.go:831-854): the JSON framer, the streaming decoder, rest/watch's
+// k8s.io/client-go@v0.37.0/rest/request.go:833-856): the JSON framer, the streaming decoder, rest/watch's
 // Decoder, and a StreamWatcher reporting decode errors as ClientWatchDecoding.
 func upstreamStreamWatcher(t *testing.T, body io.ReadCloser) watch.Interface {
 	scheme := k8sruntime.NewScheme()

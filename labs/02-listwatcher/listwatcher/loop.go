@@ -1,13 +1,13 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/reflector.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/reflector.go
 // (Reflector.RunWithContext, ListAndWatchWithContext, list, watchList,
-// watchWithResync, handleWatch) and k8s.io/apimachinery@v0.36.4/pkg/util/wait
+// watchWithResync, handleWatch) and k8s.io/apimachinery@v0.37.0/pkg/util/wait
 // (the jittered exponential backoff).
 //
 // Left out: the store (we report each step to a callback; lab 05 puts the
 // objects in a store), resync, a first LIST at RV "0" and relists at the
 // last RV with paging off, which the watch cache answers (`lastSyncResourceVersion`,
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1126-1131; `PageSize`,
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:703-716), the random watch timeout between 5 and 10 minutes (we take one fixed
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1126-1131; `PageSize`,
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:703-716), the random watch timeout between 5 and 10 minutes (we take one fixed
 // TimeoutSeconds so a test can see a watch end), falling back from the
 // streaming list to LIST when the server does not support it, and
 // treating a watch that ends at once without events as a failure.
@@ -173,12 +173,12 @@ func listResourceVersion(list runtime.Object) string {
 // restart do not all come back in the same millisecond. With the defaults
 // the waits are 0.8-1.6s, 1.6-3.2s, ... and, from the seventh failure on,
 // 30-60s: upstream's wait.Backoff{Duration: 800ms, Factor: 2, Jitter: 1,
-// Cap: 30s} in the Reflector (`defaultBackoffInit`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:62-67),
+// Cap: 30s} in the Reflector (`defaultBackoffInit`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:62-67),
 // whose jitter is also added on top of the capped delay. Upstream's
 // `backoffManager.Step` resets the backoff when more than 2 minutes have
-// passed since its previous reset, failures or not (k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304;
+// passed since its previous reset, failures or not (k8s.io/apimachinery@v0.37.0/pkg/util/wait/backoff.go:292-304;
 // the comment above `defaultBackoffReset` says "if we don't backoff for
-// 2min", which is not what the code does: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:64-65),
+// 2min", which is not what the code does: k8s.io/client-go@v0.37.0/tools/cache/reflector.go:64-65),
 // so a Reflector that keeps failing starts again at 800ms every 2 minutes.
 // We reset it when a watch opens.
 type backoff struct {

@@ -1,13 +1,13 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/reflector.go (`handleAnyWatch`
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/reflector.go (`handleAnyWatch`
 // sets the last sync resourceVersion from each event, through
-// `setLastSyncResourceVersion`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1075;
+// `setLastSyncResourceVersion`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1075;
 // during a streaming list it stops at the bookmark annotated
 // k8s.io/initial-events-end, `InitialEventsAnnotationKey`,
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1061-1062, and only then
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1061-1062, and only then
 // does the Reflector `Replace` its store and take that bookmark's
-// resourceVersion, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901-905).
+// resourceVersion, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:901-905).
 //
 // This is the solution of the exercise resume-rv (README: "Write it
 // yourself"); resume_exercise.go is the stub built with -tags exercise.

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go
+// Upstream: k8s.io/apimachinery@v0.37.0/pkg/watch/streamwatcher.go
 // (StreamWatcher, its receive loop and Stop).
 //
 // Left out: the Reporter interface (we always report as client-go's
@@ -99,7 +99,7 @@ func (w *streamWatcher) receive() {
 }
 
 // isEndOfStream reports whether err ends a watch silently, as upstream's
-// `StreamWatcher.receive` decides (k8s.io/apimachinery@v0.36.4/pkg/watch/streamwatcher.go:109-124):
+// `StreamWatcher.receive` decides (k8s.io/apimachinery@v0.37.0/pkg/watch/streamwatcher.go:109-124):
 // the clean end of the body (io.EOF), a body cut inside a frame
 // (io.ErrUnexpectedEOF), what k8s.io/apimachinery/pkg/util/net calls a
 // probable EOF (connection reset, closed connection, HTTP/2 GOAWAY) and a

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/discovery (legacy.go:
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/discovery (legacy.go:
 // /api; group.go, root.go: /apis; version.go: /api/v1) and
 // pkg/endpoints/discovery/aggregated (the v2 document kubectl asks for first).
 //

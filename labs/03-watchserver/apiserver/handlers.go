@@ -1,12 +1,12 @@
 // Package apiserver is the scaffolding around lab 03's lesson: the smallest
 // Kubernetes API server that real clients (kubectl, client-go informers,
 // curl) accept, for a few core/v1 resources, each served from a
-// storage.Interface (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go).
+// storage.Interface (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go).
 // The watch itself is package watchserver's; everything here is what a
 // watch needs around it: TLS, a token, routing, discovery, OpenAPI, Tables,
 // and get/list/create/update/patch/delete.
 //
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/installer.go (which verbs
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/installer.go (which verbs
 // a resource gets, and the routes for them), pkg/endpoints/handlers/get.go
 // (ListResource: one handler for LIST and WATCH), create.go, update.go,
 // patch.go, delete.go, and pkg/registry/generic/registry/store.go (the
@@ -18,13 +18,13 @@
 // subresources, deletecollection, graceful deletion (upstream a Pod's
 // delete first writes its deletionTimestamp, and deletes it in the same
 // request only when the grace period is 0: `CheckGracefulDelete`,
-// k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/strategy.go:164-195;
+// k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/strategy.go:175-206;
 // `updateForGracefulDeletionAndFinalizers`,
-// k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:1052-1128; here
+// k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:1116-1192; here
 // every delete is one write), namespaces as objects (any namespace in a
 // path exists). A LIST's limit and continue go to the storage, as upstream's
 // `ListPredicate` passes them on
-// (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go:390-396);
+// (k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:450-456);
 // whether a list pages is the storage's business.
 package apiserver
 
@@ -256,7 +256,7 @@ func (r *resourceHandler) readObject(w http.ResponseWriter, req *http.Request) (
 	directive := req.URL.Query().Get("fieldValidation")
 	switch directive {
 	case "":
-		directive = "Warn" // upstream's default (`fieldValidation`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/rest.go:409-414)
+		directive = "Warn" // upstream's default (`fieldValidation`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/rest.go:409-414)
 	case "Ignore", "Warn", "Strict":
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", not %q", directive))
@@ -273,7 +273,7 @@ func (r *resourceHandler) readObject(w http.ResponseWriter, req *http.Request) (
 		err = nil
 	}
 	if err != nil {
-		// `transformDecodeError`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/rest.go:245: the same words as upstream.
+		// `transformDecodeError`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/rest.go:245: the same words as upstream.
 		if gvk != nil && gvk.Kind != "" {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, r.Kind, err))
 		}

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/store.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go
 // (genericregistry.Store: NewFunc, NewListFunc, KeyRootFunc, KeyFunc,
 // PredicateFunc, TableConvertor: what the generic handlers need to know about
 // one resource) and its instances in k8s.io/kubernetes@v1.36.4:
@@ -9,7 +9,7 @@
 // A Resource is that description, cut down: no strategies (defaulting,
 // validation beyond names, status subresources), no per-version conversion.
 // The field names follow cacher.Config
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go: ResourcePrefix,
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go: ResourcePrefix,
 // KeyFunc, GetAttrsFunc, IndexerFuncs, Indexers, NewFunc, NewListFunc), so
 // building a Cacher for a Resource is one assignment per field.
 
@@ -114,7 +114,7 @@ var ConfigMaps = &Resource{
 	ResourcePrefix:    "/registry/configmaps",
 	GetAttrsFunc:      storage.DefaultNamespaceScopedAttr,
 	ConvertFieldLabel: runtime.DefaultMetaV1FieldSelectorConversion,
-	// printConfigMap (k8s.io/kubernetes@v1.36.4/pkg/printers/internalversion/printers.go).
+	// printConfigMap (k8s.io/kubernetes@v1.37.0/pkg/printers/internalversion/printers.go).
 	TableColumns: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name", Description: "The object's name, unique in its namespace."},
 		{Name: "Data", Type: "string", Description: "How many keys the ConfigMap holds (data and binaryData)."},
@@ -166,7 +166,7 @@ var Pods = &Resource{
 		return labels.Set(pod.Labels), podFields(pod), nil
 	},
 	ConvertFieldLabel: func(label, value string) (string, string, error) {
-		// k8s.io/kubernetes@v1.36.4/pkg/apis/core/v1/conversion.go, the Pod case.
+		// k8s.io/kubernetes@v1.37.0/pkg/apis/core/v1/conversion.go, the Pod case.
 		if label == "spec.host" {
 			return "spec.nodeName", value, nil // what old clients sent
 		}

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/server/secure_serving.go (TLS and
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/server/secure_serving.go (TLS and
 // HTTP/2 for every apiserver), pkg/server/genericapiserver.go (the shutdown
 // sequence: stop accepting, end watches, drain) and
 // pkg/server/filters/watch_termination.go. The self-signed CA stands in for
@@ -65,7 +65,7 @@ type Config struct {
 	HistorySize int
 	// BookmarkInterval is how often the default storage sends a BOOKMARK
 	// to a watcher that allows them. Default one minute, as upstream
-	// (`defaultBookmarkFrequency`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:75-77).
+	// (`defaultBookmarkFrequency`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:76-78).
 	BookmarkInterval time.Duration
 	// MinRequestTimeout: see watchserver.WatchScope. Default 30 minutes.
 	MinRequestTimeout time.Duration

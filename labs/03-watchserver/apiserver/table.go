@@ -1,7 +1,7 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go
 // (asTable, watchEmbeddedEncoder: headers only on the first event, `NoHeaders`,
-// k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:88-96) and
-// k8s.io/kubernetes@v1.36.4/pkg/printers/internalversion/printers.go
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go:88-96) and
+// k8s.io/kubernetes@v1.37.0/pkg/printers/internalversion/printers.go
 // (printConfigMap, printPod: each resource's columns, in resources.go).
 //
 // kubectl get asks for a Table (Accept: application/json;as=Table;g=meta.k8s.io;v=v1)

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/caching_object.go
 // (cachingObject: a runtime.Object that remembers its serializations, one per
 // encoder identifier, so the WatchServers of N watchers encode an event once).
 //

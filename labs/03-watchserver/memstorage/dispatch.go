@@ -1,14 +1,14 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go
 // (Cacher.dispatchEvent) and cache_watcher.go (cacheWatcher.nonblockingAdd,
 // `cacheWatcher.add`: a watcher that cannot take an event within the dispatch
-// budget is stopped, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:169-219).
+// budget is stopped, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:180-230).
 //
 // This is the solution of the exercise slow-watcher-cutoff (README: "Write it
 // yourself"); dispatch_exercise.go is the stub built with -tags exercise.
 // Simplified: upstream first waits up to a shared time budget (`dispatchTimeoutBudget`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1015-1029)
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1033-1047)
 // for blocked watchers; we cut a full watcher off at once.
 
 package memstorage

@@ -1,9 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go
 // (watchCache.getAllEventsSinceLocked: "too old resource version", made by
-// `NewResourceExpired`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:916-917) and
-// k8s.io/apimachinery@v0.36.4/pkg/api/errors/errors.go (NewResourceExpired).
+// `NewResourceExpired`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:669) and
+// k8s.io/apimachinery@v0.37.0/pkg/api/errors/errors.go (NewResourceExpired).
 //
 // This is the solution of the exercise too-old-rv (README: "Write it
 // yourself"); expired_exercise.go is the stub built with -tags exercise.

@@ -2,7 +2,7 @@
 // labs/03-watchserver/README.md): the storage its API server serves from.
 //
 // It is lab 03's in-memory implementation of upstream's
-// storage.Interface (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go), the
+// storage.Interface (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go), the
 // interface the API server's handlers read and write through. In a real
 // apiserver that interface is implemented by the etcd3 store
 // (pkg/storage/etcd3/store.go) with the Cacher in front of it
@@ -30,7 +30,7 @@
 // compaction (the history is a fixed-size ring; upstream's watch cache ring
 // starts at 100 events and is grown or shrunk between 100 and 102,400 so that
 // it keeps at least 75 s of events: `resizeCacheLocked`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:374-389), and
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:289), and
 // the cacher's indexes and triggers.
 package memstorage
 
@@ -272,7 +272,7 @@ func (s *Storage) GetList(ctx context.Context, key string, opts storage.ListOpti
 	}
 	// No paging: a limit is ignored and the whole list answered without a
 	// continue token, which the API allows a server to do (the doc comment
-	// of `Limit`, k8s.io/apimachinery@v0.36.4/pkg/apis/meta/v1/types.go:395-411).
+	// of `Limit`, k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/types.go:410-426).
 	// So no client can hold a token of ours, and a well-formed one made
 	// elsewhere is refused rather than answered with page one again.
 	if opts.Predicate.Continue != "" {

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go (Cacher.Watch:
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go (Cacher.Watch:
 // where a watch starts; newErrWatcher), watch_cache.go
 // (getAllEventsSinceLocked: replay after RV N, or "too old resource
 // version") and cache_watcher.go (cacheWatcher: input and result channels,

@@ -1,9 +1,9 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go
 // (newWatchEncoder and watchEncoder.Encode: encode the event's object with
 // the embedded encoder, wrap it in {"type":..,"object":..}, write it through
 // the framer; and, when the object is a runtime.CacheableObject, let the
 // object cache the whole frame under an identifier that names the encoders
-// and the event type: `CacheEncode`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/response.go:173-181).
+// and the event type: `CacheEncode`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/response.go:173-181).
 //
 // That last step is what makes "encode once" work: the storage hands every
 // watcher of one change the same object (upstream's cacher wraps it in a

@@ -1,8 +1,8 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go
 // (WatchServer.HandleHTTP: the flush after each frame when the result
-// channel is empty, `flusher.Flush`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:326-327).
+// channel is empty, `flusher.Flush`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:452-453).
 //
 // This is the solution of the exercise flush-when-idle (README: "Write it
 // yourself"); flush_exercise.go is the stub built with -tags exercise.

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go
 // (handleWatch: choose the timeout, call rest.Watcher.Watch with a context
 // that ends at that timeout, then serveWatchHandler) and
 // pkg/registry/generic/registry/store.go (Store.Watch and WatchPredicate:
@@ -75,7 +75,7 @@ func ServeWatch(w http.ResponseWriter, req *http.Request, scope *WatchScope, nam
 	// A timeout of 0 (no timeoutSeconds and MinRequestTimeout 0) means no
 	// deadline: our choice for tests. Upstream always sets one, and its
 	// --min-request-timeout is never 0 by default (1800 s, `MinRequestTimeout`,
-	// k8s.io/apiserver@v0.36.4/pkg/server/config.go:454).
+	// k8s.io/apiserver@v0.37.0/pkg/server/config.go:454).
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
 	if timeout != 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)

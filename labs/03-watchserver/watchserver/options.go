@@ -1,5 +1,5 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go (listOpts),
-// k8s.io/apimachinery@v0.36.4/pkg/apis/meta/internalversion/defaults.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go (listOpts),
+// k8s.io/apimachinery@v0.37.0/pkg/apis/meta/internalversion/defaults.go
 // (SetListOptionsDefaults) and .../internalversion/validation/validation.go
 // (ValidateListOptions, validateWatchOptions).
 //
@@ -12,7 +12,7 @@
 // its storage, which pages or not (lab 04's etcd3 store pages, lab 03's
 // memstorage answers whole lists); a WATCH ignores them.
 // Left out: the feature gate itself (`WatchList` is on by default since v1.34,
-// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:536-542; we always act
+// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501; we always act
 // as if it is on).
 
 package watchserver

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go
 // (WatchServer, HandleHTTP, HandleWS, realTimeoutFactory) and serveWatchHandler,
 // which picks HandleWS for a websocket upgrade and HandleHTTP otherwise.
 //
@@ -43,8 +43,8 @@ type WatchServer struct {
 	Encoder runtime.Encoder
 	// MediaType is the response Content-Type. For JSON it is plain
 	// application/json: upstream adds ";stream=watch" only for other media
-	// types (`serveWatchHandler`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:72,
-	// `mediaType`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:95-108).
+	// types (`serveWatchHandler`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:74,
+	// `mediaType`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:97-110).
 	MediaType string
 	// Timeout ends the stream after this long; 0 or less means never (a
 	// negative timeoutSeconds is handled by the watch handler: handler.go).
@@ -105,7 +105,7 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		// A ResponseWriter wrapper that hides Flush would turn a watch into
 		// a response that never arrives. Upstream answers 500 the same way
-		// (`HandleHTTP`, k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:241-262).
+		// (`HandleHTTP`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:362-383).
 		writeInternalError(w, "unable to start watch - can't get http.Flusher")
 		return
 	}

@@ -252,7 +252,7 @@ func benchPodConfig(s storage.Interface, prefix string) Config {
 }
 
 // noCompactor satisfies upstream's `Compactor`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:77-80): the
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:77-80): the
 // benchmark runs no compaction, and the store only asks for the last
 // compacted revision.
 type noCompactor struct{}
@@ -300,7 +300,7 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 
 // newUpstreamStore is k8s.io/apiserver@v0.36.4's etcd3 store for pods under
 // prefix, with its own etcd client, as `newETCD3Storage` makes one per
-// resource (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:429-435).
+// resource (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:455-461).
 func newUpstreamStore(b testing.TB, prefix string) (storage.Interface, func()) {
 	b.Helper()
 	kubeClient, err := etcdkube.New(clientv3.Config{Endpoints: []string{etcdServer.Endpoint}, DialTimeout: 10 * time.Second})

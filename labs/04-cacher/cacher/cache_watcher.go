@@ -3,7 +3,7 @@ package cacher
 // cacheWatcher: one client's watch, fed by the dispatcher.
 //
 // Upstream twin: the `cacheWatcher` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:53-88
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:55-92
 // (nonblockingAdd, add, nextBookmarkTime, convertToWatchEvent,
 // sendWatchCacheEvent, processInterval, process).
 //
@@ -20,12 +20,12 @@ package cacher
 // changes it: the DELETED made from a selector change. That is stricter than
 // upstream, which gives each watcher its own copy of an initial event's
 // object with `getMutableObject`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:346-354):
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:357-365):
 // our choice, since every consumer in this course only reads.
 //
 // Left out: the graceful drain of a terminated watcher that is owed its
 // initial-events-end bookmark (upstream's `cacheWatcherBookmarkReceived`
-// state, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:36-49).
+// state, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:38-51).
 // Ours sends that bookmark from its own goroutine right after the initial
 // events, so a terminated watcher owes nothing.
 
@@ -85,7 +85,7 @@ func newCacheWatcher(chanSize int, filter filterFunc, versioner storage.Versione
 	deadline time.Time, allowWatchBookmarks bool) *cacheWatcher {
 	return &cacheWatcher{
 		// Both channels hold chanSize events, as upstream's `newCacheWatcher`
-		// makes them (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:90-103):
+		// makes them (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:94-112):
 		// input the dispatcher's side, result the client's.
 		input:               make(chan *watchCacheEvent, chanSize),
 		result:              make(chan watch.Event, chanSize),
@@ -238,7 +238,7 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 
 // errWatcher is a watch that is one ERROR event and then closed: the answer
 // to a watch from a resourceVersion the cache no longer has (upstream:
-// `errWatcher`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1370-1398).
+// `errWatcher`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1396-1424).
 type errWatcher struct{ result chan watch.Event }
 
 func newErrWatcher(status runtime.Object) *errWatcher {
@@ -252,5 +252,5 @@ func (w *errWatcher) ResultChan() <-chan watch.Event { return w.result }
 func (w *errWatcher) Stop()                          {}
 
 // bookmarkFrequency: periodic bookmarks about once a minute (upstream:
-// `defaultBookmarkFrequency`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:77).
+// `defaultBookmarkFrequency`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:78).
 const bookmarkFrequency = time.Minute

@@ -4,10 +4,10 @@
 // lesson that walks through it is labs/04-cacher/README.md.
 //
 // Upstream twin: the `Cacher` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:263-344 and its
-// `NewCacherFromConfig` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:349-484;
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:264-346 and its
+// `NewCacherFromConfig` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:351-487;
 // Config, Watch, Get, GetList, Stop), and the `CacheDelegator` of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:62-90, which
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:36-64, which
 // upstream puts in front of the Cacher to send writes and some reads to
 // etcd: here the Cacher is its own delegator, so it implements
 // storage.Interface by itself.
@@ -34,12 +34,12 @@
 // What upstream does that this package leaves out is listed in each file.
 // Across all of them: no feature gates (consistent lists are always served
 // from the cache, as with `ConsistentListFromCache`, GA and locked on since
-// 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398;
+// 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365;
 // sendInitialEvents is always accepted), no tracing, no Prometheus
 // registration (Metrics returns the numbers; the miniapiserver exports them
 // on /metrics), no snapshots for exact-RV and paginated lists (those go to
 // etcd; upstream's `ListFromCacheSnapshot`, beta and on by default since
-// 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:434-437,
+// 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:410-413,
 // serves them from memory), and no namespace/name scoping of watchers.
 package cacher
 
@@ -71,17 +71,17 @@ const (
 	// least: the bookmark frequency (1 min) plus 15 s, so that a client
 	// reconnecting with the RV of its last bookmark usually finds it in the
 	// ring (upstream: `DefaultEventFreshDuration`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:68-77).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:69-78).
 	DefaultEventFreshDuration = bookmarkFrequency + 15*time.Second
 
 	// incomingBufferSize is the queue between the watchCache and the
 	// dispatcher (upstream: its `incoming` channel of 100,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:405).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:407).
 	incomingBufferSize = 100
 )
 
 // Config configures a Cacher. Its fields follow upstream's `Config`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:81-124); the ones
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:82-125); the ones
 // this lab does not need are absent.
 type Config struct {
 	// Storage is the storage the Cacher lists and watches, and to which it
@@ -265,12 +265,12 @@ func (c *Cacher) Ready() bool {
 // with how long the cache has been down, as upstream's Cacher does since
 // `ResilientWatchCacheInitialization` went GA: its Watch and GetList call
 // `checkAndReadGeneration` or `check` and answer `NewTooManyRequests`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:524-531,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:764-768).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:531-533,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:769-771).
 //
 // One difference, our choice: upstream is also not ready while it relists
 // (`startCaching` sets the error when `ListAndWatch` returns,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498), and
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:489-504), and
 // counts generations of readiness so that no watch straddles a relist. Ours
 // keeps serving the old cache while it relists; Replace swaps the cache and
 // ends every watcher under the watchCache's write lock, and Watch registers
@@ -296,7 +296,7 @@ func (c *Cacher) checkReady() error {
 // notReadyError is 429 with Retry-After e^(0.06 * seconds down), within
 // 1..30 s: a client retries soon after a short outage, and rarely during a
 // long one (upstream: `calculateRetryAfterForUnreadyCache`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/util.go:50-56).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/util.go:24-30).
 func notReadyError(msg string, downtime time.Duration) error {
 	retryAfter := int(min(30, max(1, math.Exp(0.06*downtime.Seconds()))))
 	return apierrors.NewTooManyRequests(msg, retryAfter)
@@ -305,7 +305,7 @@ func notReadyError(msg string, downtime time.Duration) error {
 // delegateListWhileNotReady: the one LIST a not-ready Cacher still sends
 // to etcd rather than refusing: no selector and a limit, a page etcd
 // serves cheaply (upstream: `shouldDelegateListOnNotReadyCache`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:238-244).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:185-191).
 func delegateListWhileNotReady(opts storage.ListOptions) bool {
 	p := opts.Predicate
 	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
@@ -358,7 +358,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	if err != nil {
 		// Returned as is, as upstream's Watch returns what
 		// `ParseResourceVersion` gives
-		// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:518-521):
+		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:525-528):
 		// a storage.InvalidError, not a StatusError, so the API server
 		// answers 500 with no reason (kube-apiserver does: lab 03's
 		// bad-requests scenario).
@@ -383,7 +383,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	// sendInitialEvents set, true or false, means "from etcd's current
 	// revision"; RV "" without it is the legacy watch, 0 (upstream:
 	// `getWatchCacheResourceVersion`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1305).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1313-1323).
 	requiredRV := requestedRV
 	if opts.ResourceVersion == "" && opts.SendInitialEvents != nil {
 		currentRV, err := c.storage.GetCurrentResourceVersion(ctx)
@@ -491,10 +491,10 @@ func statusFor(err error) runtime.Object {
 }
 
 // Get serves RV "" (the newest) from etcd, as upstream's `CacheDelegator.Get`
-// does (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:136-147),
+// does (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:110-115),
 // and other RVs from the cache once it is at least that fresh; while the
 // cache is not ready, from etcd too, as upstream does when `Ready` is false
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:149-156).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:117-121).
 func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
 	if opts.ResourceVersion == "" {
 		return c.storage.Get(ctx, key, opts, objPtr)
@@ -540,11 +540,11 @@ func copyInto(src, dst runtime.Object) error {
 // history or a paginated answer. Upstream serves exact RVs and continue
 // pages from B-tree snapshots of the cache, and a limited consistent list
 // from its live B-tree (`waitUntilFreshAndList`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:558-590); we
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:416-448); we
 // keep no snapshots, and our store is a map with no order to page through.
 // A limit with RV "0" is ignored and the whole list served from memory, as
 // upstream's `computeListLimit` does
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:740-745).
 func (c *Cacher) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	if _, _, err := storage.ValidateListOptions(c.resourcePrefix, c.versioner, opts); err != nil {
 		return err

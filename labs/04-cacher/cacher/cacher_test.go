@@ -437,7 +437,7 @@ func TestBadInput(t *testing.T) {
 	e := newPodEnv(t, clock.RealClock{})
 	_, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: "abc", Recursive: true, Predicate: everything()})
 	// Upstream's Cacher.Watch returns the error of `ParseResourceVersion`
-	// as is (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:518-521),
+	// as is (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:525-528),
 	// not a StatusError: kube-apiserver answers 500 with no reason.
 	if err == nil || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown || !strings.Contains(err.Error(), `Invalid value: "abc"`) {
 		t.Errorf("RV abc: %v, want the versioner's error as is", err)
@@ -466,7 +466,7 @@ func TestListRouting(t *testing.T) {
 	limited := everything()
 	limited.Limit = 2
 	// RV "0" with a limit: from memory, whole, as upstream's
-	// `computeListLimit` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740).
+	// `computeListLimit` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:740-745).
 	list := &v1.PodList{}
 	if err := e.cacher.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: limited}, list); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,9 @@ package cacher
 // cachingObject: encode an event once for all its watchers.
 //
 // Upstream twin: the `cachingObject` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go:64-84,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/caching_object.go:64-84,
 // created per dispatched event by `setCachingObjects`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:965-994).
 //
 // A watch server encodes each event it sends. With 1,000 watchers of one
 // resource, that is 1,000 identical encodings of every event. The dispatcher
@@ -13,16 +13,16 @@ package cacher
 // runtime.CacheableObject: an encoder that sees one calls CacheEncode, and
 // the first call for a given encoder identifier encodes, the others copy
 // the bytes. apimachinery's JSON serializer checks for a `CacheableObject`
-// (k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/json/json.go:219-222),
+// (k8s.io/apimachinery@v0.37.0/pkg/runtime/serializer/json/json.go:220-223),
 // and so do the protobuf serializer and the versioning codec
-// (`CacheableObject`, k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/protobuf/protobuf.go:194;
-// k8s.io/apimachinery@v0.36.4/pkg/runtime/serializer/versioning/versioning.go:211). Lab 03's watch encoder uses CacheEncode when it
+// (`CacheableObject`, k8s.io/apimachinery@v0.37.0/pkg/runtime/serializer/protobuf/protobuf.go:194;
+// k8s.io/apimachinery@v0.37.0/pkg/runtime/serializer/versioning/versioning.go:212). Lab 03's watch encoder uses CacheEncode when it
 // is available.
 //
 // Left out: upstream's copy-on-write. Its cachingObject implements every
 // metav1.Object setter by copying the object and dropping the cached
 // encodings (`conditionalSet`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/caching_object.go:227-246). Ours is read-only: getters read the shared object, and the only
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/caching_object.go:227-246). Ours is read-only: getters read the shared object, and the only
 // change the Cacher itself makes (the resourceVersion of a DELETED made from
 // a selector change) happens on a DeepCopyObject of the event's plain
 // PrevObject (convert.go), never on the shared cachingObject. A consumer that wants to modify the
@@ -116,9 +116,9 @@ func (o *cachingObject) DeepCopyObject() runtime.Object {
 // PrevObject of an update plain for the same reason; for a deletion it
 // wraps PrevObject instead, stamped with the deletion's RV, and never
 // Object (`setCachingObjects`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976), because
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:965-994), because
 // its `convertToWatchEvent` sends PrevObject for a deletion
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-401).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:373-412).
 // The content is the same; ours sends Object, which spares the stamping.
 func setCachingObjects(ev *watchCacheEvent) *watchCacheEvent {
 	co, err := newCachingObject(ev.Object)

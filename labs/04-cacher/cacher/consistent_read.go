@@ -5,17 +5,17 @@ package cacher
 // Upstream twins: `CacheDelegator.GetList`, which serves from the Cacher,
 // falls back to etcd on "too large resource version" and counts it in
 // `ConsistentReadTotal` with a fallback label
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:180-236);
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:131-183);
 // `waitAndListConsistent`, which reads etcd's current revision
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-625); and
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-491); and
 // `waitUntilFreshAndBlock`, which waits for the cache at most `blockTimeout`,
-// 3 s (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:449-490).
+// 3 s (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:325-362).
 //
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
 //  1. ask etcd for its current revision. Upstream's etcd3 store does it
 //     with `GetCurrentResourceVersion`, a non-recursive `GetList` of the
-//     bare resource prefix (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:704-712):
+//     bare resource prefix (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-729):
 //     an etcd Get of the one key /registry/<resource>, which holds nothing,
 //     read only for the revision in the response's header; ours with a
 //     count-only read of the prefix, which returns no object either;
@@ -23,7 +23,7 @@ package cacher
 //     is busy, events carry the cache there. If it is idle, nothing would
 //     (etcd sends progress notifications on its own only every 10 minutes,
 //     `progressReportInterval`,
-//     go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/api/v3rpc/watch.go:87), so
+//     go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/api/v3rpc/watch.go:94), so
 //     while readers wait, the Cacher's one progress requester (progress.go)
 //     asks etcd for a progress notification, which the reflector's watch
 //     receives as a bookmark and which moves the cache's resourceVersion
@@ -33,12 +33,12 @@ package cacher
 // Which one answered is counted: Metrics().ConsistentReadsFromCache and
 // ConsistentReadsFallback (upstream: `ConsistentReadTotal`,
 // apiserver_watch_cache_consistent_read_total with fallback="true"/"false",
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:174-181).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233-240).
 //
 // Left out: the feature gate (`ConsistentListFromCache`, GA and locked on
-// since 1.34, k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398)
+// since 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365)
 // and the check that etcd supports progress requests (`ConsistentReadSupported`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator/interface.go:109-113;
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:107-109;
 // etcd 3.6 does).
 
 import (

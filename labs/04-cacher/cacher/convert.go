@@ -1,7 +1,7 @@
 //go:build !exercise
 
 // Upstream: `convertToWatchEvent` of cacheWatcher
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go:362-401),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:373-412),
 // which decides with the same table and returns a *watch.Event (one heap
 // object per delivery; ours returns the event by value).
 //

@@ -35,7 +35,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	// Upstream's waitUntilFreshAndBlock starts a goroutine that wakes its
 	// waiters after `blockTimeout` (3 s) and lives that long even when the
 	// wait ended at once
-	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:463-475):
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:339-351):
 	// not a leak of ours.
 	checkLeaks(t, goleak.IgnoreTopFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshAndBlock.func2"))
 	// Move etcd's revision past 1 first, so that RV 1 is older than what
@@ -51,7 +51,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	ctx := context.Background()
 	// Upstream serves streaming lists only once it knows etcd supports
 	// progress requests, asking `DefaultFeatureSupportChecker`
-	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:579-581),
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:576-578),
 	// which checks per client.
 	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, etcdServer.Client, storage.RequestWatchProgress)
 	waitFor(t, "etcd feature check", func() bool {
@@ -76,7 +76,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 	}
 	nodePred := labtest.Predicate(nil, fields.OneTermEqualSelector("spec.nodeName", "node-1"))
 	// Upstream uses the trigger only when the registry names the field in
-	// `IndexFields` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568).
+	// `IndexFields` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:555-565).
 	nodePred.IndexFields = []string{"spec.nodeName"}
 	specs := []spec{
 		{e.prefix, everything()},
@@ -280,7 +280,7 @@ func sameEvents(a, b *received) bool {
 
 // describeAny is "TYPE name rv" for any object with metadata (upstream
 // wraps objects with `setCachingObjects`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:947-976), "ERROR code reason message" for a
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:965-994), "ERROR code reason message" for a
 // Status, and marks the initial-events-end bookmark.
 func describeAny(ev watch.Event) string {
 	if s, ok := ev.Object.(*metav1.Status); ok {

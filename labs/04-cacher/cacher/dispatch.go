@@ -3,11 +3,11 @@ package cacher
 // Dispatch: one goroutine fans every event out to the watchers.
 //
 // Upstream twin: `dispatchEvents` and `dispatchEvent`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:886-1044),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:904-1062),
 // `startDispatching` and `startDispatchingBookmarkEventsLocked`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1047-1135), and
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1065-1153), and
 // the `watcherBookmarkTimeBuckets` type
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:199-250).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:200-251).
 //
 // The loop:
 //   - an event from the watchCache: pick the watchers that may want it
@@ -18,7 +18,7 @@ package cacher
 //     a watcher still full then is terminated;
 //   - a bookmark from the watchCache (a progress notification): remember
 //     its RV, send nothing (upstream: `dispatchEvents` skips storage
-//     bookmarks, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:886-928,
+//     bookmarks, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:904-946,
 //     and counts them in events_dispatched_total, which ours does not);
 //   - a tick of the bookmark timer (about every second): offer a bookmark
 //     at the last RV to every watcher that asked for bookmarks and whose
@@ -38,7 +38,7 @@ import (
 
 // bookmarkTick is how often the dispatcher looks for due bookmarks
 // (upstream: a `bookmarkTimer` of 1 s with 25% jitter,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:888-930).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:906-948).
 const bookmarkTick = time.Second
 
 // dispatchEvents is the dispatcher goroutine. The bookmark ticker is made by

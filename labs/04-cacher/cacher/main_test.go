@@ -80,7 +80,7 @@ func newPodEnv(t *testing.T, clk clock.WithTicker) *podEnv {
 
 // PodConfig is the Cacher configuration for pods stored under prefix,
 // with spec.nodeName as the trigger, as kube-apiserver configures pods
-// (`TriggerFunc`, k8s.io/kubernetes@v1.36.4/pkg/registry/core/pod/storage/storage.go:96).
+// (`TriggerFunc`, k8s.io/kubernetes@v1.37.0/pkg/registry/core/pod/storage/storage.go:96).
 func PodConfig(s storage.Interface, prefix string, clk clock.WithTicker) Config {
 	return Config{
 		Storage:        s,

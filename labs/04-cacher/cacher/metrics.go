@@ -8,9 +8,9 @@ package cacher
 // (watch_cache_capacity), `WatchCacheInitializations`
 // (apiserver_watch_cache_initializations_total) and `ConsistentReadTotal`
 // (apiserver_watch_cache_consistent_read_total), among others
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:91-181).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:127-240).
 // Upstream registers Prometheus metrics with `MustRegister`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:218-235);
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:287-306);
 // here they are plain counters read with Metrics(), and whoever serves
 // /metrics (the miniapiserver) exports them.
 
@@ -72,7 +72,7 @@ type Metrics struct {
 	ProgressRequests int64
 	// LastReflectorError is the error that caused the last relist ("" if
 	// none): upstream logs it from `startCaching`
-	// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-501); we
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:489-508); we
 	// keep it for whoever shows metrics, and in the message of a not-ready
 	// 429.
 	LastReflectorError string

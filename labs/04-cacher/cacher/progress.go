@@ -4,11 +4,11 @@ package cacher
 // the cache to catch up with etcd.
 //
 // Upstream twin: the `ConditionalProgressRequester` type
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:55-66)
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/progress/watch_progress.go:55-66)
 // and its Run, Add and Remove
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:68-129),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/progress/watch_progress.go:68-129),
 // one per Cacher, made in `NewCacherFromConfig`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:349-440).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:351-443).
 //
 // A consistent read (a LIST with RV "", a streaming list) needs the cache
 // to reach etcd's current revision. On a busy resource events carry it
@@ -23,7 +23,7 @@ package cacher
 //
 // One difference: upstream's timer is made when `Run` starts and re-armed
 // after each request
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:68-108),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/progress/watch_progress.go:68-108),
 // so the first waiter after a quiet spell gets a request at once, and then
 // one every 100 ms; ours does the same from the last request's time.
 // Upstream's loop waits for a waiter on a sync.Cond; ours on a channel.
@@ -38,7 +38,7 @@ import (
 
 // progressRequestPeriod: how often the requester asks etcd for progress
 // while some reader waits (upstream: the same `progressRequestPeriod`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/progress/watch_progress.go:36).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/progress/watch_progress.go:36).
 const progressRequestPeriod = 100 * time.Millisecond
 
 type progressRequester struct {

@@ -5,12 +5,12 @@ package cacher
 //
 // Upstream twin: the Cacher's reflector is client-go's Reflector with the
 // watchCache as its Store, created with `NewNamedReflector` in NewCacherFromConfig
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:441-451), fed by
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:444-454), fed by
 // the `listerWatcher` of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/lister_watcher.go:50-58, and
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:50-58, and
 // restarted by `startCaching`, which first terminates every watcher
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498), once a
-// second (`wait.Until`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:474-481).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:489-504), once a
+// second (`wait.Until`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:477-484).
 //
 // We write our own loop instead, for two reasons: lab 05 is where the
 // Reflector is taught (with its paging, watch-list and backoff policies),
@@ -24,34 +24,34 @@ package cacher
 //     we were not watching) or any other error: relist. The cache no longer
 //     knows what happened in between, so, as upstream's `startCaching`
 //     does before each ListAndWatch, every connected watcher is ended
-//     cleanly (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498):
+//     cleanly (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:489-504):
 //     each one has received every event up to where its stream ends, and
 //     resumes from its last RV (or gets 410 and relists, as a client must).
 //
 // Where upstream differs, and we chose not to follow:
 //   - It does not load with a LIST. Its reflector uses watch-list when the
 //     `WatchListClient` gate is on, beta and on by default since 1.35
-//     (k8s.io/client-go@v0.36.4/features/known_features.go:141-144;
-//     `useWatchList`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:361-368):
+//     (k8s.io/client-go@v0.37.0/features/known_features.go:141-144;
+//     `useWatchList`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:361-368):
 //     it watches the etcd3 store with `SendInitialEvents`
-//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/lister_watcher.go:108-135),
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:108-136),
 //     which reads etcd in pages of 10,000 and ends the initial events with
 //     the initial-events-end bookmark (`startWatching`,
-//     k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:355-387). Its
+//     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:444-476). Its
 //     `storageWatchListPageSize` of 10,000
-//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:447) pages only
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:450) pages only
 //     the LIST it falls back to (TestUpstreamCacherLoadsByWatchList shows
 //     upstream's Cacher loading without a LIST). We list, unpaged, to keep
 //     list-then-watch visible.
 //   - It does not relist on every error. The Cacher sets
 //     `MaxInternalErrorRetryDuration` to 30 s so that etcd losing its leader
 //     does not end every watcher
-//     (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:448-451):
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:451-454):
 //     client-go re-watches from its last RV after an internal error until
 //     that long has passed (`ShouldRetry`,
-//     k8s.io/client-go@v0.36.4/tools/cache/reflector.go:660-662), and backs
+//     k8s.io/client-go@v0.37.0/tools/cache/reflector.go:660-662), and backs
 //     off and re-watches on a 429 or a refused connection
-//     (`isWatchErrorRetriable`, k8s.io/client-go@v0.36.4/tools/cache/reflector.go:607-614),
+//     (`isWatchErrorRetriable`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:607-614),
 //     all without returning from ListAndWatch. We relist after any error,
 //     1 s of the injected clock later (the same cadence as upstream's
 //     restarts): simpler, and costlier when etcd loses its leader
@@ -74,7 +74,7 @@ import (
 // Watchers of the previous generation cannot be continued across a relist:
 // Replace ends their streams (Cacher.terminateAllWatchers, run by the
 // watchCache's onReplace; upstream's `startCaching` calls it,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:486-498).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:489-504).
 
 // relistBackoff is the wait between failed list-watch attempts.
 const relistBackoff = time.Second

@@ -6,7 +6,7 @@ package cacher
 // Upstream twin: none. kube-apiserver shows its Cacher only through
 // metrics (`WatchCacheCapacity`, `EventsCounter`,
 // `TerminatedWatchersCounter`, ...:
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:91-181)
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:127-240)
 // and logs; it has no call that lists its watchers or its ring. This file is
 // the course's addition, so that a learner can see the state the lab
 // describes: the ring's reach, each watcher's buffer, why a watcher ended.

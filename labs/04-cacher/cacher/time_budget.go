@@ -3,10 +3,10 @@ package cacher
 // The time budget: how long the dispatcher may wait for slow watchers.
 //
 // Upstream twin: the `timeBudgetImpl` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/time_budget.go:50-101
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/time_budget.go:50-101
 // (takeAvailable, returnUnused), with the same numbers, `maxBudget` and
 // `refreshPerSecond`: at most 100 ms in the budget, refilled at 50 ms per
-// second of wall time (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/time_budget.go:26-29).
+// second of wall time (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/time_budget.go:26-29).
 //
 // Why a budget: one dispatcher goroutine serves every watcher of the
 // resource, so time it spends waiting for one slow watcher delays all the
@@ -17,9 +17,9 @@ package cacher
 //
 // Nothing is left out. One difference: upstream's timeBudgetImpl has a clock
 // field, but `newTimeBudget` always sets the real clock
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/time_budget.go:60-68) and
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/time_budget.go:60-68) and
 // dispatchEvent measures the time spent from `startTime`, a time.Now
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1018-1042); here
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1036-1060); here
 // both use the Cacher's injected clock, so tests run the budget on fake
 // time.
 
@@ -45,7 +45,7 @@ type timeBudget struct {
 func newTimeBudget(clk clock.Clock) *timeBudget {
 	// It starts empty: the first blocked dispatch gets only what accrued
 	// since the cacher started, as upstream's `newTimeBudget` starts it
-	// at 0 (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/time_budget.go:60-68).
+	// at 0 (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/time_budget.go:60-68).
 	return &timeBudget{clock: clk, last: clk.Now()}
 }
 

@@ -1,7 +1,7 @@
 //go:build !exercise
 
 // Upstream: `takeAvailable` and `returnUnused` of timeBudgetImpl
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/time_budget.go:71-101).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/time_budget.go:71-101).
 //
 // This is the solution of the exercise time-budget (README: "Write it
 // yourself"); time_budget_take_exercise.go is the stub built with -tags

@@ -2,13 +2,13 @@
 
 // Upstream: `triggerValuesThreadUnsafe`, which reads the trigger value of
 // an event's object and of its previous state
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:861-876), and the
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:879-894), and the
 // `valueWatchers` of indexedWatchers
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:141-146): a
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:142-147): a
 // watcher of one trigger value, a kubelet's spec.nodeName=node-1, is
 // offered only the events of its value. Upstream uses the trigger only when
 // the request's predicate names the field in `IndexFields`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:558-568); ours
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:555-565); ours
 // whenever the field selector requires one exact value of it.
 //
 // This is the solution of the exercise trigger-values (README: "Write it

@@ -3,7 +3,7 @@ package cacher
 // The watchCache: what the Cacher knows about one resource.
 //
 // Upstream twin: the `watchCache` type of
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:89-164
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:80-127
 // (processEvent, updateCache, resizeCacheLocked, getAllEventsSinceLocked,
 // Replace, UpdateResourceVersion, waitUntilFreshAndBlock,
 // suggestedWatchChannelSize).
@@ -17,9 +17,9 @@ package cacher
 //
 // Left out: the indexers of the store (the store here is a plain map,
 // listed in key order on demand; upstream's is a B-tree, `NewIndexer`
-// with `BtreeWatchCache`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/store/store.go:81-86,
+// with `BtreeWatchCache`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:81-83,
 // and keeps snapshots of it for exact-RV and continue lists), and the
-// `watchCacheInterval` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache_interval.go:60-110):
+// `watchCacheInterval` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_interval.go:35-57):
 // upstream hands a new watcher a lazy iterator over the ring, which
 // copies 100 events at a time and, if the ring wraps past it first, ends
 // the watcher with no ERROR (the client learns the 410 when it watches
@@ -46,17 +46,17 @@ import (
 const (
 	// lowerBoundCapacity and upperBoundCapacity bound the ring (upstream:
 	// `defaultLowerBoundCapacity` and `defaultUpperBoundCapacity`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:59-64).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:54).
 	lowerBoundCapacity = 100
 	upperBoundCapacity = 100 * 1024
 
 	// blockTimeout is how long a read that needs a newer resourceVersion
 	// than the cache has waits for the cache to catch up (upstream: the
-	// same `blockTimeout`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:53).
+	// same `blockTimeout`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:49).
 	blockTimeout = 3 * time.Second
 
 	// Watch channel sizes (upstream: `minWatchChanSize` and the three max*
-	// constants, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:819-837).
+	// constants, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:641).
 	minWatchChanSize                        = 10
 	maxWatchChanSizeWithIndexAndTrigger     = 10
 	maxWatchChanSizeWithIndexWithoutTrigger = 1000
@@ -115,7 +115,7 @@ type watchCache struct {
 	listResourceVersion uint64
 	// freshness is closed and replaced whenever resourceVersion moves, to
 	// wake readers waiting for a newer one (upstream's `cond` is a sync.Cond,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:94).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:85).
 	freshness chan struct{}
 	// initialized is closed by the first Replace.
 	initialized chan struct{}
@@ -226,7 +226,7 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 // events for the default window, and for a longer one the same cap times
 // window/default rounded up to a power of two (the ring only doubles), so
 // that a busy resource still keeps the whole window (upstream: the same
-// `capacityUpperBound`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:211-231,
+// `capacityUpperBound`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:164,
 // which caps the exponent so the result fits in 32 bits: at 14, a window
 // 16,384 times the default, as ours does).
 func capacityUpperBound(window time.Duration) int {
@@ -392,7 +392,7 @@ func (w *watchCache) getAllEventsSinceLocked(rv uint64, sendInitialEvents *bool)
 	}
 	if rv < oldest-1 {
 		// The same words as upstream's `NewResourceExpired` here
-		// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:916-918):
+		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:669):
 		// clients and tests look for them.
 		return nil, errors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, oldest-1))
 	}
@@ -442,7 +442,7 @@ func (w *watchCache) listLocked() []*storeElement {
 // timeout it returns the "too large resource version" error (504 with
 // Retry-After), upstream's signal to fall back to etcd
 // (`NewTooLargeResourceVersionError`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:482-485).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:355-358).
 func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, progress *progressRequester) error {
 	start := w.clock.Now()
 	registered := false

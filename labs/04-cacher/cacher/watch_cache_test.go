@@ -179,7 +179,7 @@ func TestTimeBudget(t *testing.T) {
 }
 
 // A longer history window raises the ring's cap as upstream's
-// `capacityUpperBound` does (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:211-231):
+// `capacityUpperBound` does (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:164):
 // window/75 s rounded up to a power of two.
 func TestLongerWindowRaisesTheCap(t *testing.T) {
 	for _, c := range []struct {

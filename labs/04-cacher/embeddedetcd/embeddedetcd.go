@@ -1,12 +1,12 @@
 // Package embeddedetcd runs a real etcd 3.6 server inside the current process,
 // for this lab's tests, benchmarks and (later) its miniapiserver.
 //
-// It is go.etcd.io/etcd/server/v3@v3.6.8/embed, configured the way the
+// It is go.etcd.io/etcd/server/v3@v3.7.0/embed, configured the way the
 // course's labcluster configures it (cluster/etcd.go): one member, loopback
 // only, plain HTTP, random free ports; but with shorter raft ticks, so that
 // it is ready in tens of milliseconds, not up to a second. Upstream's own
 // test helper is `NewUnsecuredEtcd3TestClientServer`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/testing/test_server.go:38); we
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/testing/test_server.go:38); we
 // do not use it because it needs a testing.TB and the miniapiserver has none.
 package embeddedetcd
 
@@ -62,7 +62,7 @@ func Start(cfg Config) (*Server, error) {
 		dir, tempDir = d, d
 	}
 	// etcd opens its bbolt file with no lock timeout (`bopts` gets none in
-	// go.etcd.io/etcd/server/v3@v3.6.8/storage/backend/backend.go:187-201,
+	// go.etcd.io/etcd/server/v3@v3.7.0/storage/backend/backend.go:196-210,
 	// and embed.Config has no option for one), so a second server on a
 	// directory in use would wait for the first one's lock for ever: fail
 	// at once instead.
@@ -151,9 +151,9 @@ func startOnFreePorts(dir string, fsync bool, closing *atomic.Bool) (*embed.Etcd
 	// Ticks of 20 ms and an election timeout of 100 ms, not etcd's 100 ms
 	// and 1 s. A single member elects itself once its election timeout has
 	// passed, which raft draws between one and two timeouts
-	// (`resetRandomizedElectionTimeout`, go.etcd.io/raft/v3@v3.6.0/raft.go:2049-2051);
+	// (`resetRandomizedElectionTimeout`, go.etcd.io/raft/v3@v3.7.0/raft.go:2053-2055);
 	// etcd fast-forwards all but one tick of it (`advanceTicks`,
-	// go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/server.go:481-491), which
+	// go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/server.go:468-478), which
 	// leaves 1 to 10 ticks: up to a second at 100 ms, on every start and
 	// restart, and the lab's tests start dozens. Here it is 20 to 100 ms. A
 	// single member has no peer to send heartbeats to or miss them from;
@@ -164,7 +164,7 @@ func startOnFreePorts(dir string, fsync bool, closing *atomic.Bool) (*embed.Etcd
 	// election etcd sets the cluster version, and its storage-version
 	// monitor then reads the raft term from the backend
 	// (`UnsafeDetectSchemaVersion`,
-	// go.etcd.io/etcd/server/v3@v3.6.8/storage/schema/schema.go:92-108),
+	// go.etcd.io/etcd/server/v3@v3.7.0/storage/schema/schema.go:92-108),
 	// which only a commit writes. Elected before the first commit, it logs
 	// "failed to update storage version ... missing term information" (at
 	// error level, though it succeeds on its next round): with 100 ms

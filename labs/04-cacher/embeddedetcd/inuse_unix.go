@@ -26,13 +26,13 @@ const lockGrace = 2 * time.Second
 // kubectl) holds a copy of every open file of this process from its fork
 // until its exec closes them: milliseconds, on a busy machine tens of them.
 // etcd itself locks its WAL without waiting (`openWALFiles`,
-// go.etcd.io/etcd/server/v3@v3.6.8/storage/wal/wal.go:417-428) and ends the
+// go.etcd.io/etcd/server/v3@v3.7.0/storage/wal/wal.go:419-430) and ends the
 // process when it cannot (`openWALFromSnapshot`,
-// go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/bootstrap.go:612-622). So a
+// go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/bootstrap.go:628-638). So a
 // held lock is asked for again until lockGrace has passed; only then is the
 // directory in use. (A stopping etcd closes its WAL, in `s.r.stop`, before
 // its bbolt file, in `Cleanup`
-// (go.etcd.io/etcd/server/v3@v3.6.8/etcdserver/server.go:840-842), and a
+// (go.etcd.io/etcd/server/v3@v3.7.0/etcdserver/server.go:829-831), and a
 // child's exec lets go of both at once: once the db is free, so is the WAL.)
 func dirInUse(dir string) (bool, error) {
 	deadline := time.Now().Add(lockGrace)

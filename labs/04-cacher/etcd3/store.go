@@ -4,10 +4,10 @@
 //
 // It stores Kubernetes objects in etcd, the way kube-apiserver does.
 //
-// Upstream twin: the `store` type of k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:80
+// Upstream twin: the `store` type of k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:80
 // (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
 // `interpretListError` and `interpretWatchError`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-89). The watch
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:31-89). The watch
 // half is in watcher.go here, as upstream.
 //
 // What it keeps from upstream:
@@ -21,9 +21,9 @@
 //     list's resourceVersion is the etcd revision the read was served at;
 //   - Create is a transaction "the key does not exist now" (upstream's
 //     Create calls `OptimisticPut` with revision 0,
-//     k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:317, which
+//     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:327, which
 //     compares `ModRevision` with it,
-//     go.etcd.io/etcd/client/v3@v3.6.8/kubernetes/client.go:83-86; we compare
+//     go.etcd.io/etcd/client/v3@v3.7.0/kubernetes/client.go:83-86; we compare
 //     CreateRevision = 0: the same test), so a
 //     second create fails with AlreadyExists; updates and deletes are transactions
 //     "ModRevision is still what I read" (compare-and-swap), retried on a
@@ -35,8 +35,8 @@
 // the compactor (tests compact by calling etcd), size estimation, the
 // feature-gated paths (`AllowUnsafeMalformedObjectDeletion`, the deletion
 // of objects that no longer decode,
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:355-357, and
-// `ShardedListAndWatch`, k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:901),
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:365-367, and
+// `ShardedListAndWatch`, k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1016),
 // and metrics. Methods the lab does not teach say so in their error.
 package etcd3
 
@@ -147,7 +147,7 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object,
 	}
 	// The resourceVersion is etcd's to assign: a client-supplied one is
 	// rejected with `ErrResourceVersionSetOnCreate`, as upstream does
-	// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:288).
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:298).
 	if version, err := s.versioner.ObjectResourceVersion(obj); err == nil && version != 0 {
 		return storage.ErrResourceVersionSetOnCreate
 	}
@@ -216,7 +216,7 @@ func checkMinimumRV(minRV uint64, actual int64) error {
 
 // GetList reads the objects under key (a collection if opts.Recursive).
 //
-// Resource-version semantics, as upstream's `ValidateListOptions` decides them (k8s.io/apiserver@v0.36.4/pkg/storage/interfaces.go:346-390):
+// Resource-version semantics, as upstream's `ValidateListOptions` decides them (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go:371-415):
 //   - "" : the most recent data (a linearizable etcd read);
 //   - "0" or N with Match=NotOlderThan: any data at least as new as N; etcd
 //     serves its newest, which qualifies unless N is in the future;
@@ -342,7 +342,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, destination ru
 	}
 	// cachedExistingObject is a hint to skip the first read; we always read,
 	// which upstream also does when the hint is stale (`origStateIsCurrent`,
-	// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:553-563).
+	// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:562-572).
 	for {
 		cur, data, rev, err := s.read(ctx, k, ignoreNotFound)
 		if err != nil {
@@ -498,7 +498,7 @@ func (s *Store) CompactRevision() int64 { return 0 }
 
 // The messages of a compacted list, in upstream's words, since clients show
 // them to people: `expired`, `continueExpired` and `inconsistentContinue`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:52-64).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:52-64).
 const (
 	listExpired          = "The resourceVersion for the provided list is too old."
 	continueExpired      = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
@@ -511,7 +511,7 @@ const (
 
 // interpretListError turns etcd's "compacted" into the 410 Expired a client
 // understands, as upstream's `interpretListError` and
-// `handleCompactedErrorForPaging` do (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:66-88). A continued
+// `handleCompactedErrorForPaging` do (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:66-88). A continued
 // list (continuing: the request had a continue token) whose revision is gone
 // cannot be finished consistently; the 410 then carries, in the Status's
 // metadata.continue, a new token for the same next key at revision -1, which

@@ -3,7 +3,7 @@ package etcd3
 // The watch half of the store.
 //
 // Upstream twin: the `watcher` and `watchChan` types of
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:72-85
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:90-103
 // (startWatching, transform, sync).
 //
 // One storage Watch is one etcd watch: a gRPC stream from etcd that sends
@@ -13,13 +13,13 @@ package etcd3
 // selector.
 //
 // Left out: the separate decode goroutine and its queue of
-// `incomingBufSize` events (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:50;
+// `incomingBufSize` events (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:54;
 // we decode on the goroutine that reads etcd), and metrics. And
 // sendInitialEvents, which upstream's store serves: `startWatching` checks
 // the requested revision is not in the future, reads the current state
 // with `sync` in pages of 10,000, queues the initial-events-end bookmark
 // and only then watches
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:355-387). In 1.36
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:444-476). In 1.36
 // that is how upstream's own Cacher loads: its reflector streams from the
 // etcd3 store instead of listing (cacher/reflector.go and the README,
 // "The reflector"). Here the option is refused with a clear error, and
@@ -39,7 +39,7 @@ import (
 
 // resultChanSize is the buffer between the goroutine that reads etcd and the
 // consumer (upstream: `outgoingBufSize`, 100,
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/watcher.go:51).
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:55).
 const resultChanSize = 100
 
 // Watch watches key (a prefix if opts.Recursive) after opts.ResourceVersion.
@@ -84,10 +84,10 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 
 // watchContext marks a context "require a leader", as upstream does for
 // every watch with `WithRequireLeader`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:980-989);
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1156-1165);
 // RequestWatchProgress must use the same metadata so that etcd's answer
 // comes on the watch's gRPC stream, as upstream's `RequestWatchProgress`
-// does (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/store.go:102-106).
+// does (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:102-106).
 func watchContext(ctx context.Context) context.Context {
 	return clientv3.WithRequireLeader(ctx)
 }
@@ -245,7 +245,7 @@ func (wc *watchChan) send(ev watch.Event) bool {
 }
 
 // interpretWatchError: upstream's `interpretWatchError`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/errors.go:31-50).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:31-50).
 func interpretWatchError(err error) error {
 	if err == nil {
 		return nil

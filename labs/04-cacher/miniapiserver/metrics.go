@@ -2,21 +2,21 @@
 // every scrape.
 //
 // Upstream: the Cacher registers its own Prometheus metrics with
-// `MustRegister` (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:218-235)
+// `MustRegister` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:287-306)
 // and kube-apiserver serves them at /metrics. Where a metric has an upstream
 // twin it has its name (apiserver_watch_cache_events_dispatched_total,
 // apiserver_terminated_watchers_total, watch_cache_capacity — upstream's
 // `WatchCacheCapacity` has no apiserver_ prefix, its options set only the
-// subsystem (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:143-151) —,
+// subsystem (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:179-187) —,
 // apiserver_watch_cache_resource_version,
 // apiserver_watch_cache_consistent_read_total); the others are this lab's
 // and start with lab04_. Two differences are ours: upstream labels every
 // cacher metric with group and resource, as `ConsistentReadTotal` does
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:174-181),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233-240),
 // ours with resource only (both our resources are in the core group); and
 // upstream's `EventsCounter` counts every event `dispatchEvents` takes in,
 // the storage's bookmarks (progress notifications) included
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:886-928), while
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:904-946), while
 // ours counts the events it fans out.
 // consistent_read_total has upstream's success and fallback labels, but
 // success is always "true" here: our Cacher counts the reads the cache

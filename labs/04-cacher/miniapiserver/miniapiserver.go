@@ -8,22 +8,22 @@
 // builds an etcd3 store, then `NewCacherFromConfig` in front of it, with the
 // resource's KeyFunc, GetAttrsFunc and IndexerFuncs, and returns a
 // `NewCacheDelegator` over both
-// (k8s.io/apiserver@v0.36.4/pkg/registry/generic/registry/storage_factory.go:36-86).
+// (k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/storage_factory.go:36-86).
 // The etcd3 store of each resource comes from `newETCD3Storage`, which
 // opens an etcd client of its own for it with `newETCD3Client`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:429-435),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:455-461),
 // a new `kubernetes.New` each time
-// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:289-358):
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:286-352):
 // one gRPC connection per resource; only the compactor is shared, one per
 // etcd transport, by `startCompactorOnce`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/factory/etcd3.go:376-381).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:402-407).
 // Ours shares one client between both resources: our choice, since two
 // resources on an in-process etcd gain nothing from two connections.
 // Left out: everything kube-apiserver does around storage
 // (admission, validation, authorization, aggregation, more resources), etcd
 // TLS, and the Prometheus metrics upstream registers inside the Cacher
 // (for one, `EventsCounter`, counted for each event the Cacher takes in:
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:928): here the
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:946): here the
 // Cacher keeps plain counters and this package exports them.
 package miniapiserver
 
@@ -80,7 +80,7 @@ type Config struct {
 	// EtcdPrefix is prepended to every key (etcd3.Config.Prefix): set it
 	// when sharing an etcd with a kube-apiserver, whose keys start at
 	// `DefaultEtcdPathPrefix`, /registry
-	// (k8s.io/kubernetes@v1.36.4/pkg/kubeapiserver/options/options.go:33),
+	// (k8s.io/kubernetes@v1.37.0/pkg/kubeapiserver/options/options.go:33),
 	// so the two never read each other's objects. Default "/".
 	EtcdPrefix string
 }
@@ -174,7 +174,7 @@ func (in *Instance) start(listen string, identity *apiserver.Identity) error {
 	// answers 429, and a test that starts the server expects it ready.
 	// kube-apiserver also waits for its watch caches before it reports
 	// ready, with the `storage-readiness` post-start hook, `StorageReadinessHook`
-	// (k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/server.go:295-297),
+	// (k8s.io/kubernetes@v1.37.0/pkg/controlplane/apiserver/server.go:298-300),
 	// but for a minute by default (--storage-initialization-timeout; the
 	// README's "Not ready"); ours waits up to
 	// 30 s and then fails to start, as a cache that slow is a broken one here.
@@ -235,7 +235,7 @@ func newStore(client *clientv3.Client, r *apiserver.Resource, prefix string) (*e
 
 // codec stores core/v1 objects in etcd as JSON with apiVersion and kind
 // (kube-apiserver stores protobuf, its `DefaultStorageMediaType`,
-// k8s.io/kubernetes@v1.36.4/pkg/controlplane/apiserver/options/options.go:138;
+// k8s.io/kubernetes@v1.37.0/pkg/controlplane/apiserver/options/options.go:138;
 // JSON lets `etcdctl get` show them).
 func codec() runtime.Codec {
 	s := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
@@ -293,10 +293,10 @@ func (in *Instance) EtcdRevisions(ctx context.Context) (current, compacted int64
 // returns the revision: reads of older revisions from etcd are now 410
 // Expired. A lab tool: kube-apiserver's compactor is far gentler. Every
 // `DefaultCompactInterval`, 5 minutes
-// (k8s.io/apiserver@v0.36.4/pkg/storage/storagebackend/config.go:38), it
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/config.go:38), it
 // calls `Compact` with the revision it read on its previous tick and
 // compacts nothing on its first
-// (k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:205-250), so etcd
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:205-250), so etcd
 // keeps 5 to 10 minutes of history.
 func (in *Instance) Compact(ctx context.Context) (int64, error) {
 	in.mu.Lock()

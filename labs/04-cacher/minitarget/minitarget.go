@@ -12,7 +12,7 @@
 // command stands in for what a kube-apiserver does not let a client do:
 // compact etcd now (kube-apiserver's compactor is gentler: every 5
 // minutes it calls `Compact` with the revision of its previous tick,
-// k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/compact.go:205-250), restart the
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/compact.go:205-250), restart the
 // server on the same etcd, read /metrics, and play a watcher that never
 // reads.
 package minitarget

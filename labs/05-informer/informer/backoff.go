@@ -1,5 +1,5 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/reflector.go (the
-// defaultBackoff* values) and k8s.io/apimachinery@v0.36.4/pkg/util/wait/
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/reflector.go (the
+// defaultBackoff* values) and k8s.io/apimachinery@v0.37.0/pkg/util/wait/
 // backoff.go (Backoff.DelayWithReset, backoffManager.Step, delay, Jitter).
 //
 // Left out: nothing of the arithmetic; the random source is injectable so a
@@ -21,10 +21,10 @@ import (
 // ... [25.6s,51.2s), then [30s,60s) until 2 minutes after the last reset,
 // when the sequence starts again at 800ms (the reset comes 2 minutes after
 // the previous reset, failures or not: `backoffManager.Step`,
-// k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304): about 0.04
+// k8s.io/apimachinery@v0.37.0/pkg/util/wait/backoff.go:292-304): about 0.04
 // to 0.065 QPS against an apiserver that keeps failing. The values are
 // upstream's `defaultBackoffInit` and its siblings
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:57-67).
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:57-67).
 const (
 	backoffInit   = 800 * time.Millisecond
 	backoffMax    = 30 * time.Second
@@ -53,7 +53,7 @@ func newBackoff(c clock.Clock, random func() float64) *backoff {
 
 // Step returns the next delay. Like upstream's `backoffManager.Step` it
 // resets when more than backoffReset has passed since the last reset (not
-// since the last failure: k8s.io/apimachinery@v0.36.4/pkg/util/wait/backoff.go:292-304):
+// since the last failure: k8s.io/apimachinery@v0.37.0/pkg/util/wait/backoff.go:292-304):
 // a reflector that failed once in a while starts again from 800ms.
 func (b *backoff) Step() time.Duration {
 	b.lock.Lock()

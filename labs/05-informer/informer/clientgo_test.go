@@ -1,7 +1,7 @@
 package informer
 
 // What the README says client-go does, shown on client-go's own package
-// (k8s.io/client-go@v0.36.4/tools/cache), next to the tests of ours. Each
+// (k8s.io/client-go@v0.37.0/tools/cache), next to the tests of ours. Each
 // README sentence names its test.
 
 import (
@@ -135,7 +135,7 @@ func equalStrings(a, b []string) bool {
 
 // TestClientGoIndexerPanicsOnIndexError: client-go's indexer panics when an
 // index function fails (`updateSingleIndex`:
-// k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197); ours
+// k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go:174-197); ours
 // returns the error and changes nothing (TestIndexerErrorLeavesStoreUnchanged).
 func TestClientGoIndexerPanicsOnIndexError(t *testing.T) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{

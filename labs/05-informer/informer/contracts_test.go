@@ -1,7 +1,7 @@
 package informer
 
 // What a handler and a reader of the cache can rely on, shown on our
-// informer and on client-go's (k8s.io/client-go@v0.36.4/tools/cache,
+// informer and on client-go's (k8s.io/client-go@v0.37.0/tools/cache,
 // imported side by side) over the same fake server, on a synctest clock.
 // The README names each test beside its sentence.
 
@@ -143,9 +143,9 @@ func TestRelistDeleteRecreateIsOnUpdate(t *testing.T) {
 // cannot return its object (a store of the test's making under a DeltaFIFO;
 // a shared informer left as it is does not get here, see DEEPER.md), client-go's Replace still queues the deletion,
 // as a DeletedFinalStateUnknown whose Obj is nil (`deletedObj`:
-// k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:677-684; the RealFIFO's
+// k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go:677-684; the RealFIFO's
 // `reconcileReplacement` sets `deletedObj` to nil the same way:
-// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:708-717). A DeleteFunc that
+// k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:708-717). A DeleteFunc that
 // reads d.Obj must check it.
 func TestClientGoTombstoneObjMayBeNil(t *testing.T) {
 	known := &vanishingKnownObjects{keys: []string{"ns/a"}}

@@ -1,6 +1,6 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (dedupDeltas,
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go (dedupDeltas,
 // isDeletionDup).
 //
 // This is the solution of the exercise dedup-deletes (README: "Write it

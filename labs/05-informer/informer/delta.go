@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (DeltaType,
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go (DeltaType,
 // Delta, Deltas, DeletedFinalStateUnknown) and the_real_fifo.go
 // (ReplacedAllInfo, BookmarkInfo).
 //
@@ -96,15 +96,15 @@ func MetaNamespaceKey(obj any) (string, error) {
 // cache and the handlers), e.g. to drop fields nobody reads. Write it to be
 // idempotent: upstream applies it twice to an object of a streaming list,
 // in the Reflector's temporary store (`WithTransformer`:
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836), then in the
-// FIFO (`addReplaceToItemsLocked`: k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:295-308);
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:832-836), then in the
+// FIFO (`addReplaceToItemsLocked`: k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:295-308);
 // ours applies it once. Upstream: cache.TransformFunc.
 type TransformFunc func(obj any) (any, error)
 
 // StripManagedFields is a TransformFunc that drops metadata.managedFields,
 // often the largest part of a small object and read by no controller.
 // Upstream leaves writing it to the user (`WithTransform`:
-// k8s.io/client-go@v0.36.4/informers/factory.go:107).
+// k8s.io/client-go@v0.37.0/informers/factory.go:108).
 func StripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)

@@ -1,6 +1,6 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go (DeltaFIFO),
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go (DeltaFIFO),
 // the queue every informer used until `InOrderInformers` (beta in 1.33, GA
-// and locked on in 1.36: k8s.io/client-go@v0.36.4/features/known_features.go:127-130)
+// and locked on in 1.36: k8s.io/client-go@v0.37.0/features/known_features.go:127-130)
 // replaced it with the RealFIFO. It is the design the 2020
 // article (004) describes; it is here so the two can be compared (fifo_test.go).
 //
@@ -146,15 +146,15 @@ func (f *DeltaFIFO) queueActionLocked(t DeltaType, obj any) error {
 
 // Pop waits for a key and hands process all of its Deltas, with the queue
 // locked, as upstream's `DeltaFIFO.Pop` does
-// (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:562-608). In a shared
+// (k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go:562-608). In a shared
 // informer no handler runs under that lock: process updates the cache and
 // hands each handler's notification to its own buffer, and upstream's
 // `processorListener.pop` takes it whatever the handler is doing
-// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1296-1328). What
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1444-1476). What
 // the lock holds up is the Reflector, while the cache is updated. A handler
 // runs under it only in the low-level controller of `cache.NewInformer`,
 // whose `Process` calls `processDeltas` with the handler itself
-// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:826-830).
+// (k8s.io/client-go@v0.37.0/tools/cache/controller.go:1042-1046).
 func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -180,7 +180,7 @@ func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 // DeletedFinalStateUnknown for every queued or known object the list does not
 // have: it vanished while we were not watching, and its last state known is
 // all we can hand over. Upstream's `Replace` walks `f.items`, a map, here,
-// in random order (k8s.io/client-go@v0.36.4/tools/cache/delta_fifo.go:642-664);
+// in random order (k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go:642-664);
 // we sort the vanished keys so a run is repeatable.
 func (f *DeltaFIFO) Replace(list []any, _ string) error {
 	f.lock.Lock()

@@ -2,7 +2,7 @@ package informer
 
 // Differential tests: the same event sequences, generated at random from
 // seeds, fed through the fake server to our SharedIndexInformer and to
-// client-go's (`NewSharedIndexInformer` in k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go,
+// client-go's (`NewSharedIndexInformer` in k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go,
 // with its v0.36.4 defaults: RealFIFO, AtomicFIFO, batches, WatchListClient).
 // Both run in a testing/synctest bubble, so every timer (backoff, watch
 // timeouts, resync) is on the bubble's fake clock, and after each step

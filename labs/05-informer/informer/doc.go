@@ -1,5 +1,5 @@
 // Package informer is lab 05's lesson package. It rebuilds client-go's
-// informer (k8s.io/client-go@v0.36.4/tools/cache), the client side's last
+// informer (k8s.io/client-go@v0.37.0/tools/cache), the client side's last
 // layer: the Reflector that lists and watches, the FIFO between it and the
 // cache, the indexed cache itself, and the SharedIndexInformer that calls
 // event handlers. The lesson that walks through it is
@@ -18,10 +18,10 @@
 //	processor_listener.go one growing buffer and one goroutine per handler
 //	lister.go            Lister: typed reads from the Indexer
 //
-// Every file names its twin in k8s.io/client-go@v0.36.4/tools/cache and what
+// Every file names its twin in k8s.io/client-go@v0.37.0/tools/cache and what
 // it leaves out. The defaults are client-go v0.36.4's, as its
 // `defaultVersionedKubernetesFeatureGates` sets them
-// (k8s.io/client-go@v0.36.4/features/known_features.go:111-145):
+// (k8s.io/client-go@v0.37.0/features/known_features.go:111-145):
 // InOrderInformers (GA, locked on in 1.36: a RealFIFO, not a DeltaFIFO),
 // InOrderInformersBatchProcess (beta, on), AtomicFIFO (beta, on in 1.36),
 // UnlockWhileProcessingFIFO (beta, on in 1.36) and WatchListClient (beta, on

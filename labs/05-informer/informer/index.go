@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/index.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/index.go
 // (MetaNamespaceIndexFunc, NamespaceIndex). The spec.nodeName and label
 // indexes are ours, of the kind a controller adds to an upstream informer
 // with AddIndexers.
@@ -13,7 +13,7 @@ import (
 )
 
 // The index names used in this lab. NamespaceIndex is upstream's own name
-// (`NamespaceIndex`: k8s.io/client-go@v0.36.4/tools/cache/index.go:80-81).
+// (`NamespaceIndex`: k8s.io/client-go@v0.37.0/tools/cache/index.go:80-81).
 const (
 	NamespaceIndex = "namespace"
 	NodeNameIndex  = "spec.nodeName"

@@ -1,6 +1,6 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go
 // (storeIndex.deleteKeyFromIndex, called by updateIndices for every value
 // the old object was indexed under).
 //

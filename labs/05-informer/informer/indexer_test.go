@@ -137,7 +137,7 @@ func compareIndexers(ours *Indexer, oracle cache.Indexer, indexers Indexers) err
 // TestIndexerErrorLeavesStoreUnchanged: an index function that fails (a
 // ConfigMap in a spec.nodeName index) is an error, and nothing changes;
 // upstream's `updateSingleIndex` panics here
-// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197;
+// (k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go:174-197;
 // TestClientGoIndexerPanicsOnIndexError).
 func TestIndexerErrorLeavesStoreUnchanged(t *testing.T) {
 	c := NewIndexer(Indexers{NodeNameIndex: NodeNameIndexFunc})

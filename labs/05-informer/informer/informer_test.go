@@ -190,7 +190,7 @@ func TestResyncIsNotARelist(t *testing.T) {
 // the last state known; objects that did not change are re-offered as
 // OnUpdate with the same resourceVersion (a new handler is "syncing" until
 // the first resync check, as upstream's `addListener` marks it in
-// `p.listeners`: k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1058);
+// `p.listeners`: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1198);
 // changed ones as a real update.
 func TestRelistDeletesWithFinalStateUnknown(t *testing.T) {
 	labkit.ChecksExercise(t, "relist-final-state-unknown")

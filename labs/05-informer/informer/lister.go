@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/listers/generic_helpers.go
+// Upstream: k8s.io/client-go@v0.37.0/listers/generic_helpers.go
 // (ResourceIndexer[T]: List and Get; New and NewNamespaced make the
 // cluster-wide and the namespaced lister) and tools/cache/listers.go
 // (ListAll, ListAllByNamespace).
@@ -33,7 +33,7 @@ func NewLister[T runtime.Object](indexer *Indexer, resource schema.GroupResource
 // List returns the objects in namespace ("" for all) matching selector,
 // sorted by key. With a namespace it uses the namespace index if there is
 // one, and scans everything if not, as upstream's `ListAllByNamespace` does
-// (k8s.io/client-go@v0.36.4/tools/cache/listers.go:61-80).
+// (k8s.io/client-go@v0.37.0/tools/cache/listers.go:61-80).
 func (l *Lister[T]) List(namespace string, selector labels.Selector) []T {
 	var objs []any
 	if namespace != "" {

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go
 // (sharedProcessor: addListener, distribute, run, shouldResync;
 // processorListener: add, pop, run, shouldResync) and
 // tools/cache/synctrack/synctrack.go (SingleFileTracker, the per-handler
@@ -7,10 +7,10 @@
 // Left out: RemoveEventHandler, handler names, panic recovery around a
 // handler (a panicking handler crashes the program here, as it does by
 // default upstream, where `processorListener.run` defers
-// `HandleCrashWithLogger`, k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1346), and
+// `HandleCrashWithLogger`, k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1495), and
 // traces. Where ours differs: upstream's `processorListener` moves each
 // notification through two unbuffered channels and a pop goroutine that
-// owns a growing ring buffer (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1195-1228);
+// owns a growing ring buffer (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1337-1371);
 // ours is one goroutine per handler and a slice under a mutex. The contract
 // is the same: add never blocks, whatever the handler is doing, and nothing
 // bounds the buffer.
@@ -96,7 +96,7 @@ func (p *processorListener) add(n any) {
 // run calls the handler for each notification until ctx ends; what is still
 // pending then is dropped, as upstream's `sharedProcessor.run` does when it
 // closes each listener's `addCh`
-// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1124-1160).
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1266-1302).
 func (p *processorListener) run(ctx context.Context) {
 	for {
 		p.lock.Lock()
@@ -161,7 +161,7 @@ type sharedProcessor struct {
 
 // addListener registers l; it starts at once if the processor runs. A new
 // listener is marked syncing, as upstream's `addListener` marks it
-// (`p.listeners`: k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1058):
+// (`p.listeners`: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1198):
 // until the first resync check, it also gets the "nothing changed" updates
 // of a relist.
 func (p *sharedProcessor) addListener(l *processorListener) {
@@ -203,7 +203,7 @@ func (p *sharedProcessor) run(ctx context.Context) {
 
 // shouldResync marks which listeners are due a resync now and says whether
 // any is; the Reflector asks it every resync check period, as it asks
-// upstream's `shouldResync` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:1164-1182).
+// upstream's `shouldResync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1306-1324).
 func (p *sharedProcessor) shouldResync(now time.Time) bool {
 	p.lock.Lock()
 	defer p.lock.Unlock()

@@ -1,8 +1,8 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go (RealFIFO,
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go (RealFIFO,
 // in the configuration client-go v0.36.4 builds by default: `newQueueFIFO`
 // turns AtomicEvents, UnlockWhileProcessing and EmitDeltaTypeBookmark on
 // when the AtomicFIFO gate is, as it is in 1.36:
-// k8s.io/client-go@v0.36.4/tools/cache/controller.go:847-877).
+// k8s.io/client-go@v0.37.0/tools/cache/controller.go:1063-1093).
 //
 // Left out: the non-atomic mode (reconcileReplacement against KnownObjects at
 // Replace time), metrics, traces for slow handlers, and Pop of one item
@@ -15,7 +15,7 @@ import (
 )
 
 // defaultBatchSize is how many items PopBatch hands over at most, as
-// upstream's `defaultBatchSize` (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:82-84).
+// upstream's `defaultBatchSize` (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:82-84).
 const defaultBatchSize = 1000
 
 // RealFIFO is a queue in which every notification from the Reflector is
@@ -29,7 +29,7 @@ const defaultBatchSize = 1000
 // A relist (Replace) is queued as one ReplacedAll item and a resync as one
 // SyncAll item, as upstream's `addReplaceToItemsLocked` and
 // `addResyncToItemsLocked` do under AtomicFIFO
-// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:295-333): the consumer compares the relist with
+// (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:295-333): the consumer compares the relist with
 // its cache when it gets there, not the FIFO when the list arrives. This is
 // why the RealFIFO needs no "known objects": it never looks at the cache.
 //
@@ -47,7 +47,7 @@ type RealFIFO struct {
 	// normally); initialPopulationCount is how many of the items queued by
 	// then are still to be popped. HasSynced is both: populated, and the
 	// first list processed, as upstream's `checkSynced_locked`
-	// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:245-252).
+	// (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:245-252).
 	populated              bool
 	initialPopulationCount int
 	synced                 chan struct{}
@@ -177,9 +177,9 @@ func (f *RealFIFO) Resync() error {
 // resourceVersion moves in order with the objects. Upstream this comes with
 // the AtomicFIFO gate, not InformerResourceVersion: `newQueueFIFO` sets
 // `EmitDeltaTypeBookmark` only when AtomicFIFO is on
-// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:859-862), and without
+// (k8s.io/client-go@v0.37.0/tools/cache/controller.go:1075-1078), and without
 // it `RealFIFO.Bookmark` drops the bookmark
-// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:585-588). Ours
+// (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:585-588). Ours
 // always queues it (TestBookmarkMovesCacheResourceVersion).
 func (f *RealFIFO) Bookmark(resourceVersion string) error {
 	f.lock.Lock()
@@ -198,12 +198,12 @@ var batchable = map[DeltaType]bool{Added: true, Updated: true, Deleted: true}
 // (so the batch can be applied to the cache in one step without losing an
 // intermediate state a handler must see), never crossing the end of the
 // initial list, as upstream's `PopBatch`
-// (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:486-545). process
+// (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:486-545). process
 // runs with the queue unlocked, so the Reflector can keep queueing while the
 // batch is applied to the cache and handed to the handlers' buffers
 // (UnlockWhileProcessingFIFO), unless the queue is already long (2
 // batches), when upstream's `whileProcessing_locked` keeps the lock to push
-// back on the producer (k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:451-466);
+// back on the producer (k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:451-466);
 // we do the same.
 func (f *RealFIFO) PopBatch(process func(batch []Delta, isInInitialList bool) error) error {
 	f.lock.Lock()

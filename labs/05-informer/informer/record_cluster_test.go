@@ -415,7 +415,7 @@ var recordScenarios = []recordScenario{{
 		"then creates, updates, deletes, and a relabel out of the selector (a DELETED) and back in (an ADDED). " +
 		"The recorder shortened every watch's timeoutSeconds to 5, so the server ends each watch after 5 s and the Reflector " +
 		"rewatches from the last resourceVersion. The BOOKMARKs are the apiserver's own (its cacheWatcher schedules one 2 s before " +
-		"a watch's deadline: nextBookmarkTime in k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cache_watcher.go).",
+		"a watch's deadline: nextBookmarkTime in k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go).",
 	streaming:    true,
 	watchTimeout: 5,
 	contains:     []string{"streaming list", "bookmark", "watch closed by the server", "rewatch from a resourceVersion", "DELETED", "no final state unknown"},
@@ -441,7 +441,7 @@ var recordScenarios = []recordScenario{{
 	scenario: "The informer syncs (streaming list) and sees a change; then the recorder cuts its connection, " +
 		"deletes b, changes c, creates d and compacts etcd (labcluster etcd compact). On resume the Reflector rewatches " +
 		"from its last resourceVersion, older than the compaction: the apiserver serves every watch from its watch cache " +
-		"(CacheDelegator.Watch in k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go), not from etcd, so there is no 410: " +
+		"(CacheDelegator.Watch in k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go), not from etcd, so there is no 410: " +
 		"the missed events arrive, the delete as a real DELETED.",
 	streaming: true,
 	contains:  []string{"streaming list", "watch cut", "rewatch from a resourceVersion", "DELETED", "no final state unknown"},
@@ -463,7 +463,7 @@ var recordScenarios = []recordScenario{{
 	name: "restart",
 	scenario: "The informer syncs (streaming list); the recorder cuts its connection, deletes b, changes a, creates c, " +
 		"compacts etcd and restarts the apiserver (labcluster restart apiserver), whose new watch cache starts at a " +
-		"resourceVersion newer than the informer's (getAllEventsSinceLocked in k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go). " +
+		"resourceVersion newer than the informer's (getAllEventsSinceLocked in k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go). " +
 		"On resume the rewatch gets 410 Expired (an ERROR event), and after a backoff the Reflector relists with a streaming list " +
 		"from its last resourceVersion (a 410 on a watch does not make client-go drop it): b is gone, so the handlers get a DeletedFinalStateUnknown.",
 	streaming: true,

@@ -79,9 +79,9 @@ func (r *recorder) lines() []string {
 // key: the order of calls for one object is kept, the interleaving of
 // different objects within one step is not. Upstream hands a streaming
 // list's objects over in Go map order (`temporaryStore.List`:
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901), and a late
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:901), and a late
 // handler's copy of the cache too (`s.indexer.List`:
-// k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:924), which is
+// k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1046), which is
 // random, so only this much of the order is comparable.
 func (r *recorder) canonical() string {
 	r.mu.Lock()

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/reflector.go (Reflector:
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/reflector.go (Reflector:
 // RunWithContext, ListAndWatchWithContext, watchList, list, watch,
 // handleAnyWatch, startResync, relistResourceVersion,
 // rewatchResourceVersion) and tools/pager/pager.go (the paginated LIST).
@@ -9,13 +9,13 @@
 // MaxInternalErrorRetryDuration (which no informer sets), Table objects,
 // traces and metrics, and the transformer on the streaming list's temporary
 // store, which upstream's `watchList` sets up (`WithTransformer`:
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:832-836); our FIFO
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:832-836); our FIFO
 // transforms each object once, on Replace. DEEPER.md ("What upstream does
 // that we leave out") cites each.
 // Where ours differs, on purpose: a streaming list's objects reach the FIFO
 // in the order they arrived (upstream collects them in a map, whose `List`
 // hands them over in map order:
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:901), and
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:901), and
 // WatchErrorHandler also hears how a watch ended.
 
 package informer
@@ -42,7 +42,7 @@ import (
 
 // ReflectorStore is where a Reflector puts what it lists and watches: one
 // of the FIFOs. Upstream: cache.ReflectorStore plus the optional
-// `ReflectorBookmarkStore` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:92-96).
+// `ReflectorBookmarkStore` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:92-96).
 type ReflectorStore interface {
 	Add(obj any) error
 	Update(obj any) error
@@ -56,14 +56,14 @@ type ReflectorStore interface {
 }
 
 // defaultMinWatchTimeout is upstream's `defaultMinWatchTimeout`
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:54-58): each watch asks
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:54-58): each watch asks
 // the server to end it after a random time in [5m, 10m), to spread the load
 // on the apiserver: clients that connected together do not keep timing out
 // and watching again together.
 const defaultMinWatchTimeout = 5 * time.Minute
 
 // defaultPageSize is tools/pager's `defaultPageSize`
-// (k8s.io/client-go@v0.36.4/tools/pager/pager.go:31).
+// (k8s.io/client-go@v0.37.0/tools/pager/pager.go:31).
 const defaultPageSize = 500
 
 // ReflectorOptions configures a Reflector; the zero value is upstream's
@@ -80,15 +80,15 @@ type ReflectorOptions struct {
 	// MinWatchTimeout is the least timeoutSeconds a watch asks for; the
 	// most is twice it. Below the default 5m it is ignored, as upstream's
 	// `NewReflectorWithOptions` ignores `MinWatchTimeout`
-	// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:302-307).
+	// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:302-307).
 	MinWatchTimeout time.Duration
 	// DisableWatchList turns the streaming list off: the first sync and
 	// every relist are a paginated LIST (upstream: `useWatchList` off, with
-	// the WatchListClient gate: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:361).
+	// the WatchListClient gate: k8s.io/client-go@v0.37.0/tools/cache/reflector.go:361).
 	DisableWatchList bool
 	// PageSize is the LIST page size (upstream: `WatchListPageSize`,
-	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:150-157). 0 means
-	// the rules of upstream's `list` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716):
+	// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:150-157). 0 means
+	// the rules of upstream's `list` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:696-716):
 	// tools/pager's 500, except no limit when listing at a resourceVersion
 	// other than "" and "0", unless the first list came back in pages
 	// (listPages says why).
@@ -150,7 +150,7 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 	r.maxWatchTimeout = 2 * r.minWatchTimeout
 	// A ListerWatcher can say it cannot stream a list (upstream:
 	// `DoesClientNotSupportWatchListSemantics`,
-	// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:362-368; fakes in
+	// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:362-368; fakes in
 	// tests do).
 	if u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool }); ok && u.IsWatchListSemanticsUnSupported() {
 		r.useWatchList = false
@@ -161,7 +161,7 @@ func NewReflector(lw cache.ListerWatcherWithContext, store ReflectorStore, opts 
 
 // Run lists and watches until ctx ends, waiting a backoff step between two
 // rounds (upstream: `delayHandler.Until` with sliding true,
-// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:428-433, so even a
+// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:428-433, so even a
 // round that ended with a 410 waits before the relist).
 func (r *Reflector) Run(ctx context.Context) {
 	defer r.setPhase(PhaseStopped)
@@ -205,18 +205,18 @@ func (r *Reflector) setResourceVersionUnavailable(unavailable bool) {
 }
 
 // relistResourceVersion is what a LIST asks for, as upstream's
-// `relistResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1116-1131):
+// `relistResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1116-1131):
 // "0" the first time (any state the watch cache has, cheap), the last
 // resourceVersion seen after that (never go back in time), and "" when that
 // one was too old. "" is a consistent read, and a 1.36 apiserver serves it
 // from its watch cache, not from etcd: with `ConsistentListFromCache` GA
-// and locked on (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:394-398),
+// and locked on (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365),
 // `ShouldDelegateConsistentRead` sends it to etcd only where etcd cannot
-// report progress (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1441-1446),
+// report progress (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1467-1472),
 // and the cache first waits until it has caught up with etcd's current
-// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/watch_cache.go:619-639).
+// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-502).
 // Only if it does not catch up in time does the list go to etcd
-// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator.go:218-223).
+// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:160-165).
 // (Upstream's comment on this function still says "from etcd".)
 func (r *Reflector) relistResourceVersion() string {
 	r.rvLock.RLock()
@@ -231,7 +231,7 @@ func (r *Reflector) relistResourceVersion() string {
 }
 
 // rewatchResourceVersion is what a streaming list asks for, as upstream's
-// `rewatchResourceVersion` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1135-1146):
+// `rewatchResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1135-1146):
 // the last resourceVersion seen, or "" (the newest, consistent) the first
 // time, or once a list or streaming list at the last resourceVersion was
 // refused (410 or too large). After a watch's 410 it is still the last
@@ -264,7 +264,7 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		if err != nil {
 			// A server (or proxy) that cannot stream a list: fall back to
 			// LIST this round only, as upstream's `fallbackToList`
-			// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:483-505).
+			// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:483-505).
 			r.report(fmt.Errorf("streaming list failed, falling back to LIST: %w", err))
 			w = nil
 		}
@@ -324,12 +324,12 @@ func (r *Reflector) list(ctx context.Context) error {
 // token expires. It reports whether the answer came in pages.
 //
 // The page size follows upstream's `list`
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:696-716): the option if
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:696-716): the option if
 // set; else 500 if the first list came back in pages (`paginatedResult`,
-// recorded only for a list at "0": k8s.io/client-go@v0.36.4/tools/cache/reflector.go:760-762),
+// recorded only for a list at "0": k8s.io/client-go@v0.37.0/tools/cache/reflector.go:760-762),
 // since a server that pages at "0" has no watch cache for this resource
 // (the cache ignores a limit at "0": `computeListLimit`,
-// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:735-740); else no
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:740-745); else no
 // limit at a resourceVersion other than "" and "0", else 500
 // (TestReflectorKeepsPagingAfterPaginatedFirstList, and client-go's own in
 // TestClientGoReflectorKeepsPagingAfterPaginatedFirstList).
@@ -337,12 +337,12 @@ func (r *Reflector) list(ctx context.Context) error {
 // Upstream drops the limit at a specific resourceVersion so that the list
 // is served from the watch cache. Since 1.34 a limit no longer rules that
 // out: with `ListFromCacheSnapshot` beta and on
-// (k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:434-437), a LIST
+// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:410-413), a LIST
 // at resourceVersion N with a limit, a "legacy exact" read that
 // `ShouldDelegateList` passes to `ShouldDelegateExactRV`
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/delegator/interface.go:52-55),
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:50-53),
 // is served from a cache snapshot when one covers N
-// (`shouldDelegateExactRV`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1427-1439).
+// (`shouldDelegateExactRV`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1453-1465).
 // The limit still changes the question: without it N means "not older
 // than N", with it "exactly N".
 func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (runtime.Object, bool, error) {
@@ -376,7 +376,7 @@ func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (run
 // With resourceVersionMatch=NotOlderThan and resourceVersion "" the server
 // answers from its watch cache once that is at least as fresh as etcd, as
 // its `waitUntilFreshAndBlock` waits for
-// (k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:1295-1330): as
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1313-1352): as
 // consistent as a quorum LIST, without building one huge response.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 	for {
@@ -422,7 +422,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 		switch {
 		case isWatchErrorRetriable(err):
 			// Upstream only logs this, at V(2) (`isErrorRetriableWithSideEffectsFn`,
-			// k8s.io/client-go@v0.36.4/tools/cache/reflector.go:814-818); we
+			// k8s.io/client-go@v0.37.0/tools/cache/reflector.go:814-818); we
 			// report every retry, so that an apiserver that cannot be
 			// reached is never a silent hang (our choice).
 			r.report(fmt.Errorf("streaming list failed, backing off: %w", err))
@@ -552,7 +552,7 @@ var errStopRequested = errors.New("stop requested")
 
 // errVeryShortWatch is a watch that ended within a second with no event:
 // the server is likely refusing us, so upstream returns a
-// `VeryShortWatchError` (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1089-1092),
+// `VeryShortWatchError` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1089-1092),
 // a relist after backoff, rather than rewatching at once, in a tight loop.
 var errVeryShortWatch = errors.New("very short watch: watch lasted less than a second and no items received")
 
@@ -641,7 +641,7 @@ func isTooLargeResourceVersionError(err error) bool {
 // isWatchErrorRetriable: connection refused (the apiserver is down or
 // restarting) and 429 are worth retrying the same request after a backoff;
 // relisting would not help. Upstream's `isWatchErrorRetriable` is the same
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1195-1205).
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1195-1205).
 func isWatchErrorRetriable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }

@@ -1,7 +1,7 @@
 package informer
 
 // The page size of a relist after a first list that came back in pages:
-// ours and client-go's Reflector (k8s.io/client-go@v0.36.4/tools/cache,
+// ours and client-go's Reflector (k8s.io/client-go@v0.37.0/tools/cache,
 // imported side by side) over the same fake server, on a synctest clock.
 
 import (

@@ -19,7 +19,7 @@ import (
 
 // TestBackoffSequence: 800ms doubling to a 30s cap, jitter up to +100%,
 // reset 2 minutes after the last reset (upstream's `defaultBackoffInit` and
-// its siblings: k8s.io/client-go@v0.36.4/tools/cache/reflector.go:57-67).
+// its siblings: k8s.io/client-go@v0.37.0/tools/cache/reflector.go:57-67).
 func TestBackoffSequence(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	jitter := 0.0

@@ -10,7 +10,7 @@ package informer
 // apiserver's own answers, 410 and relist included, with no cluster needed.
 //
 // Upstream's nearest twin of replayListerWatcher is FakeControllerSource
-// (k8s.io/client-go@v0.36.4/tools/cache/testing/fake_controller_source.go),
+// (k8s.io/client-go@v0.37.0/tools/cache/testing/fake_controller_source.go),
 // which serves what a test writes into it; this one serves only what a
 // real apiserver once answered, and refuses any call the recording lacks.
 

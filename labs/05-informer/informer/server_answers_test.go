@@ -1,13 +1,13 @@
 package informer
 
 // Two answers of a 1.36 apiserver that change what a Reflector does, on our
-// Reflector and client-go's (k8s.io/client-go@v0.36.4/tools/cache, imported
+// Reflector and client-go's (k8s.io/client-go@v0.37.0/tools/cache, imported
 // side by side) over the same fake server, on a synctest clock:
 //
 //   - 422 to a streaming list, from a server whose WatchList gate is off
-//     (`NewInvalid`: k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/get.go:217-220);
+//     (`NewInvalid`: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go:217-220);
 //   - 429 to a watch, from a restarted server whose watch cache is not
-//     ready yet (`NewTooManyRequests`: k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:525-531).
+//     ready yet (`NewTooManyRequests`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:532-533).
 
 import (
 	"context"

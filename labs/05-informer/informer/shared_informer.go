@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go
 // (sharedIndexInformer: RunWithContext, AddEventHandlerWithOptions,
 // handleDeltas, handleBatchDeltas, OnAdd/OnUpdate/OnDelete) and
 // controller.go (controller.processLoop, processDeltas,
@@ -24,7 +24,7 @@ import (
 )
 
 // minimumResyncPeriod is the shortest handler resync period, as upstream's
-// `minimumResyncPeriod` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:871).
+// `minimumResyncPeriod` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:993).
 const minimumResyncPeriod = time.Second
 
 // Options configures a SharedIndexInformer.
@@ -40,7 +40,7 @@ type Options struct {
 	Clock clock.Clock
 	// UseDeltaFIFO runs the informer on the classic DeltaFIFO instead of
 	// the RealFIFO (what InOrderInformers=false did until 1.36, in
-	// `newQueueFIFO`: k8s.io/client-go@v0.36.4/tools/cache/controller.go:847-877).
+	// `newQueueFIFO`: k8s.io/client-go@v0.37.0/tools/cache/controller.go:1063-1093).
 	UseDeltaFIFO bool
 	// Reflector passes options on to the Reflector (its Clock, ResyncPeriod
 	// and ShouldResync are set by the informer).
@@ -114,7 +114,7 @@ func (s *SharedIndexInformer) HasSynced() bool {
 
 // LastSyncResourceVersion is the resourceVersion the Reflector has reached:
 // what upstream's `dummyController.LastSyncResourceVersion` reports under
-// InformerResourceVersion (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:663-669).
+// InformerResourceVersion (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:785-791).
 // The cache's own, which moves only as the FIFO is processed, is
 // GetIndexer().LastStoreSyncResourceVersion() (upstream: AtomicFIFO's).
 func (s *SharedIndexInformer) LastSyncResourceVersion() string {
@@ -360,9 +360,9 @@ func (s *SharedIndexInformer) handleBatch(deltas []Delta, isInInitialList bool) 
 // every listed object is an add or an update, and the cache becomes the
 // list. The cache changes first, then the handlers hear the deletions, then
 // the adds and updates in list order, as upstream's `processReplacedAllInfo`
-// (k8s.io/client-go@v0.36.4/tools/cache/controller.go:756-801). Upstream
+// (k8s.io/client-go@v0.37.0/tools/cache/controller.go:972-1017). Upstream
 // finds the vanished objects by walking the keys of a map (`ListKeys`:
-// k8s.io/client-go@v0.36.4/tools/cache/the_real_fifo.go:701); we sort them
+// k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:701); we sort them
 // by key, so a run repeats.
 func (s *SharedIndexInformer) replaceAll(info ReplacedAllInfo, isInInitialList bool) error {
 	listed := make(map[string]bool, len(info.Objects))
@@ -401,7 +401,7 @@ func (s *SharedIndexInformer) onAdd(obj any, isInInitialList bool) {
 // onUpdate: an update that did not change the resourceVersion is a resync
 // (a SyncAll, or a relist that found the object unchanged), and goes only to
 // the handlers whose resync is due, as upstream's `OnUpdate` decides with
-// `isSync` (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:969-988).
+// `isSync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1091-1110).
 func (s *SharedIndexInformer) onUpdate(old, new any) {
 	isSync := false
 	if o, err := meta.Accessor(old); err == nil {

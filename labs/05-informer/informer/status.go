@@ -5,7 +5,7 @@ package informer
 //
 // Upstream twin: none. client-go's Reflector shows its state only in its
 // logs and through `LastSyncResourceVersion`
-// (k8s.io/client-go@v0.36.4/tools/cache/reflector.go:1097-1101), and 1.36's
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1097-1101), and 1.36's
 // informer metrics of the FIFO and store, not of the Reflector
 // (`InformerMetricsProvider`, queue depth, processing latency and store RV:
 // k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59); this is the

@@ -1,4 +1,4 @@
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go
 // (threadSafeMap, storeIndex.updateIndices) and store.go/index.go (the
 // Indexer interface: an Indexer is a Store keyed by MetaNamespaceKey).
 //
@@ -7,7 +7,7 @@
 // computes keys itself. Where ours differs, our choice: an index function
 // that fails leaves the store unchanged and returns the error, where
 // upstream's `updateSingleIndex` panics
-// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:174-197).
+// (k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go:174-197).
 
 package informer
 
@@ -50,7 +50,7 @@ type Indexer struct {
 	// a list's or a bookmark's). Upstream keeps it under the AtomicFIFO
 	// gate, not InformerResourceVersion:
 	// `threadSafeMap.LastStoreSyncResourceVersion` returns "" unless
-	// AtomicFIFO is on (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:435-444).
+	// AtomicFIFO is on (k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go:435-444).
 	rv string
 }
 
@@ -325,9 +325,9 @@ func (c *Indexer) ListIndexFuncValues(name string) []string {
 
 // AddIndexers adds index functions and indexes the objects already stored,
 // as upstream's `threadSafeMap.AddIndexers` does
-// (k8s.io/client-go@v0.36.4/tools/cache/thread_safe_store.go:502-518);
+// (k8s.io/client-go@v0.37.0/tools/cache/thread_safe_store.go:502-518);
 // upstream's informer refuses only once it has `stopped`
-// (k8s.io/client-go@v0.36.4/tools/cache/shared_informer.go:837-846). A learner adding an index to a running informer
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:959-968). A learner adding an index to a running informer
 // sees it filled at once.
 func (c *Indexer) AddIndexers(indexers Indexers) error {
 	c.lock.Lock()

@@ -1,6 +1,6 @@
 //go:build !exercise
 
-// Upstream: k8s.io/client-go@v0.36.4/tools/cache/controller.go
+// Upstream: k8s.io/client-go@v0.37.0/tools/cache/controller.go
 // (processReplacedAllInfo: the cached keys a relist lacks are deleted with a
 // DeletedFinalStateUnknown).
 //

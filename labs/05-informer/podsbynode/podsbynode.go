@@ -1,6 +1,6 @@
 // Package podsbynode is the lab's capstone: a controller on our informer
 // that keeps, in a ConfigMap, how many pods each node runs. It is the shape
-// of every Kubernetes controller (k8s.io/kubernetes@v1.36.4/pkg/controller/
+// of every Kubernetes controller (k8s.io/kubernetes@v1.37.0/pkg/controller/
 // and the sample-controller): event handlers only enqueue keys; a worker
 // takes a key from the queue and reconciles it by reading the informer's
 // cache (here, the spec.nodeName index), never the event that woke it. That
@@ -8,7 +8,7 @@
 // replaced by a relist's DeletedFinalStateUnknown, and the count is still
 // computed from the cache, which the informer keeps equal to the server.
 //
-// Upstream pieces it stands for: k8s.io/client-go@v0.36.4/util/workqueue
+// Upstream pieces it stands for: k8s.io/client-go@v0.37.0/util/workqueue
 // (a queue that holds each key once; ours leaves out rate limiting and
 // retries with backoff), and the controllers' syncHandler pattern.
 package podsbynode
@@ -91,7 +91,7 @@ func (c *Controller) Run(ctx context.Context) {
 			// Try again later (the apiserver may be restarting). Upstream's
 			// rate-limiting queue backs off per key from 5ms to 1000s
 			// (`DefaultTypedControllerRateLimiter`:
-			// k8s.io/client-go@v0.36.4/util/workqueue/default_rate_limiters.go:50-56);
+			// k8s.io/client-go@v0.37.0/util/workqueue/default_rate_limiters.go:50-56);
 			// a fixed retryDelay is enough for the lesson.
 			timer := time.AfterFunc(retryDelay, func() { c.queue.add(node) })
 			context.AfterFunc(ctx, func() { timer.Stop() })

@@ -6,7 +6,7 @@
 // package watchapi's, net/http and encoding/json.
 //
 // Upstream twin: `kubectl get --watch` (`GetOptions.watch`,
-// k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go:608), which goes through client-go's typed decoding and prints
+// k8s.io/kubectl@v0.37.0/pkg/cmd/get/get.go:614), which goes through client-go's typed decoding and prints
 // table rows. Left out: all of that; we print the event type, kind, name and
 // resourceVersion straight from the JSON frame.
 package watchcmd

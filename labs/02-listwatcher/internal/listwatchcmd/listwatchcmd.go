@@ -14,7 +14,7 @@
 // relists on 410 Gone, and backs off when the apiserver is unreachable.
 //
 // Nearest upstream twin: `kubectl get --watch`
-// (`GetOptions.watch`, k8s.io/kubectl@v0.36.4/pkg/cmd/get/get.go:608), which
+// (`GetOptions.watch`, k8s.io/kubectl@v0.37.0/pkg/cmd/get/get.go:614), which
 // lists, then watches from the list's resourceVersion, but prints table rows
 // and gives up when the watch ends instead of resuming.
 package listwatchcmd

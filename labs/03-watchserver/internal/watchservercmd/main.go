@@ -1,9 +1,9 @@
-// Upstream: k8s.io/kubernetes@v1.36.4/cmd/kube-apiserver/app/server.go
+// Upstream: k8s.io/kubernetes@v1.37.0/cmd/kube-apiserver/app/server.go
 // (NewAPIServerCommand: flags, then run until a signal asks to stop) and
-// k8s.io/apiserver@v0.36.4/pkg/server/signal.go (SetupSignalHandler). A
+// k8s.io/apiserver@v0.37.0/pkg/server/signal.go (SetupSignalHandler). A
 // handful of flags instead of hundreds; one SIGINT or SIGTERM shuts down
 // cleanly (a second one does not force an exit, as upstream's does: `os.Exit`,
-// k8s.io/apiserver@v0.36.4/pkg/server/signal.go:51).
+// k8s.io/apiserver@v0.37.0/pkg/server/signal.go:51).
 
 // Package watchservercmd is cmd/watchserver's code, in an internal package so
 // tests run the very same program in-process (labkit registers Main for

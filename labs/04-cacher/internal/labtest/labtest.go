@@ -173,7 +173,7 @@ func (w *countedWatch) Stop() {
 // goleak sees only goroutines a test really left behind.
 //
 // Why: etcd's client (`watchGRPCStream.run`,
-// go.etcd.io/etcd/client/v3@v3.6.8/watch.go:505) shuts a gRPC watch stream down when its last watch
+// go.etcd.io/etcd/client/v3@v3.7.0/watch.go:512) shuts a gRPC watch stream down when its last watch
 // closes, but a watch cancelled before etcd confirmed its creation leaves a
 // placeholder in the stream's resume queue, so the stream stays open, idle,
 // until the next watch on it closes. This opens one watch with the same

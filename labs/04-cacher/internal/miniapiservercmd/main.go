@@ -1,5 +1,5 @@
 // Upstream: `NewAPIServerCommand`
-// (k8s.io/kubernetes@v1.36.4/cmd/kube-apiserver/app/server.go:70): flags,
+// (k8s.io/kubernetes@v1.37.0/cmd/kube-apiserver/app/server.go:71): flags,
 // then run until a signal asks to stop. Three
 // flags instead of hundreds; etcd runs inside the process instead of being
 // reached through --etcd-servers.
