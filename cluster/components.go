@@ -3,7 +3,7 @@ package main
 // The components of the control plane, each run as `labcluster component NAME`
 // in a child process of the supervisor (hyperkube style: one binary, many
 // programs). kube-apiserver, kube-controller-manager and kube-scheduler are the
-// real commands from k8s.io/kubernetes v1.36.4, given the flags a small
+// real commands from k8s.io/kubernetes v1.37.0, given the flags a small
 // kubeadm-like cluster would use, minus everything that needs a real machine.
 
 import (

@@ -1,4 +1,4 @@
-// Command labcluster runs a real Kubernetes v1.36.4 control plane on
+// Command labcluster runs a real Kubernetes v1.37.0 control plane on
 // 127.0.0.1, built from Go modules: embedded etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and a simulated node, each a child
 // process of one supervisor. It also carries kubectl. It serves every
@@ -14,7 +14,7 @@
 //	labcluster etcd kill MEMBER [--dir DIR]          kill an etcd member (of several):
 //	                                                 etcd-N, leader, or follower
 //	labcluster etcd start [MEMBER] [--dir DIR]       start a killed member (all) again
-//	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.36.4)
+//	labcluster kubectl ARGS...                       kubectl (k8s.io/kubectl v0.37.0)
 //
 // DIR defaults to $LABCLUSTER_DIR, else .cluster at the root of the go.work
 // workspace around the current directory.

@@ -176,7 +176,7 @@ func (n *simNode) register(ctx context.Context) (*corev1.Node, error) {
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
 		},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion:          "v1.36.4",
+			KubeletVersion:          "v1.37.0",
 			ContainerRuntimeVersion: "labcluster://simulated",
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",

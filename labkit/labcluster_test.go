@@ -119,9 +119,9 @@ func TestLabclusterUpDown(t *testing.T) {
 		}
 	})
 
-	t.Run("kubectl version shows v1.36.4", func(t *testing.T) {
+	t.Run("kubectl version shows v1.37.0", func(t *testing.T) {
 		out := labcluster(t, "kubectl", "--kubeconfig", filepath.Join(dir, "kubeconfig"), "version")
-		if !strings.Contains(out, "Client Version: v1.36.4") || !strings.Contains(out, "Server Version: v1.36.4") {
+		if !strings.Contains(out, "Client Version: v1.37.0") || !strings.Contains(out, "Server Version: v1.37.0") {
 			t.Errorf("kubectl version:\n%s", out)
 		}
 	})

@@ -71,8 +71,8 @@ func TestCheckVersions(t *testing.T) {
 	other := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
 	good := map[string]string{
 		"versions.env":   string(env),
-		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.36.4\n",
-		"README.md":      "Kubernetes v1.36.4, client-go v0.36.4\n",
+		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.37.0\n",
+		"README.md":      "Kubernetes v1.37.0, client-go v0.37.0\n",
 		// go.sum lists every version a build resolved: not checked.
 		"cluster/go.sum": "k8s.io/api v" + other("0", 3) + " h1:x\n",
 	}
@@ -85,7 +85,7 @@ func TestCheckVersions(t *testing.T) {
 		"another patch in a golden":         {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
 		"go.mod builds another":             {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
 		"a protobuf 1.36 is not Kubernetes": {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
-		"kind image without digest":         {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.36.4 pinned by @sha256 digest"},
+		"kind image without digest":         {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
 	} {
 		files := map[string]string{}
 		for k, v := range good {
@@ -122,13 +122,13 @@ func TestCheckLinks(t *testing.T) {
 	}
 	// The broken references are put together here, so that this file, which
 	// the check reads too, does not hold them whole.
-	at := "@v0.36.4"
+	at := "@v0.37.0"
 	blob := "https://github.com/kubernetes/"
 	for name, tc := range map[string]struct{ body, want string }{
-		"invented file":          {"// k8s.io/apiserver" + at + "/pkg/endpoints/handlers/watch_encoder.go\n", "k8s.io/apiserver@v0.36.4 has no pkg/endpoints/handlers/watch_encoder.go"},
-		"line past the end":      {"`Reflector` [x](" + blob + "client-go/blob/v0.36.4/tools/cache/reflector.go#L999999)\n", "reflector.go has"},
+		"invented file":          {"// k8s.io/apiserver" + at + "/pkg/endpoints/handlers/watch_encoder.go\n", "k8s.io/apiserver@v0.37.0 has no pkg/endpoints/handlers/watch_encoder.go"},
+		"line past the end":      {"`Reflector` [x](" + blob + "client-go/blob/v0.37.0/tools/cache/reflector.go#L999999)\n", "reflector.go has"},
 		"unknown symbol":         {"// k8s.io/client-go" + at + "/tools/cache.NewNoSuchInformer\n", "tools/cache declares no NewNoSuchInformer"},
-		"kubernetes non-staging": {"see " + blob + "kubernetes/tree/v1.36.4/pkg/registry/no-such-dir\n", "k8s.io/kubernetes@v1.36.4 has no pkg/registry/no-such-dir"},
+		"kubernetes non-staging": {"see " + blob + "kubernetes/tree/v1.37.0/pkg/registry/no-such-dir\n", "k8s.io/kubernetes@v1.37.0 has no pkg/registry/no-such-dir"},
 	} {
 		out, code := runScript(t, "check-links.sh", gitTree(t, map[string]string{"README.md": tc.body}))
 		if code == 0 || !strings.Contains(out, tc.want) {
@@ -144,8 +144,8 @@ func TestCheckLinksLines(t *testing.T) {
 	t.Parallel()
 	// Spelt in pieces, so that this file, which the check reads too, holds
 	// no citation of lines whole.
-	reflector := "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go:"
-	etcdWatch := "go.etcd.io/etcd/server/v3" + "@v3.6.8/etcdserver/api/v3rpc/watch.go:"
+	reflector := "k8s.io/client-go" + "@v0.37.0/tools/cache/reflector.go:"
+	etcdWatch := "go.etcd.io/etcd/server/v3" + "@v3.7.0/etcdserver/api/v3rpc/watch.go:"
 	blob := "https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/client-go/tools/cache/reflector.go#L"
 	// A README cites by links (a plain citation there fails: see
 	// labkit/cmd/checklinks' tests), checked as the plain form is.
@@ -153,8 +153,8 @@ func TestCheckLinksLines(t *testing.T) {
 	good := map[string]string{
 		"README.md": "After a watch's 410 the Reflector's `isExpiredError` case does not\n" +
 			"mark the version unavailable ([reflector.go:646-651](" + blob + "646-L651)), and etcd sends a\n" +
-			"progress notification every `progressReportInterval` ([watch.go:87](" + etcdBlob + "87)),\n" +
-			"as the link shows: `watch.go` ([watch.go:87](" + etcdBlob + "87)).\n" +
+			"progress notification every `progressReportInterval` ([watch.go:94](" + etcdBlob + "94)),\n" +
+			"as the link shows: `watch.go` ([watch.go:94](" + etcdBlob + "94)).\n" +
 			"\n" +
 			"- `cache.Reflector` is a type ([link](" + blob + "106-L106)); `kubectl get` passes over\n" +
 			"  commands to the identifier before them (" + blob + "106).\n",
@@ -182,9 +182,9 @@ func TestCheckLinksLines(t *testing.T) {
 		"identifier in another paragraph": {"`isExpiredError` is there.\n\nUpstream relists (" + reflector + "720).\n",
 			"cite which identifier?"},
 		"missing etcd file": {"`progressReportInterval` (" + strings.Replace(etcdWatch, "watch.go", "watcher.go", 1) + "87)\n",
-			"go.etcd.io/etcd/server/v3@v3.6.8 has no etcdserver/api/v3rpc/watcher.go"},
+			"go.etcd.io/etcd/server/v3@v3.7.0 has no etcdserver/api/v3rpc/watcher.go"},
 		"missing etcd module": {"`progressReportInterval` (" + strings.Replace(etcdWatch, "server/v3", "servers/v3", 1) + "87)\n",
-			"go.etcd.io/etcd/servers/v3@v3.6.8 is not a module version"},
+			"go.etcd.io/etcd/servers/v3@v3.7.0 is not a module version"},
 		"two ranges": {"`isExpiredError` (" + reflector + "720-721, 820-821)\n",
 			"one range per citation"},
 		"range backwards": {"`isExpiredError` (" + reflector + "721-720)\n",

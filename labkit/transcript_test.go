@@ -11,7 +11,7 @@ import (
 )
 
 // The streams in testdata/streams were recorded with curl from a labcluster
-// (Kubernetes v1.36.4): see testdata/streams/README.md.
+// (Kubernetes v1.37.0): see testdata/streams/README.md.
 
 func transcriptOf(t *testing.T, fields []string, files ...string) string {
 	t.Helper()

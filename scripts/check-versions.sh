@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One Kubernetes version for the whole course: versions.env names it once,
-# and this check fails when any tracked file names another 1.36 patch release
-# (a README, a script, a link, a golden, a go.mod), or when the Go modules
-# disagree with versions.env. scripts/test.sh runs it.
+# and this check fails when any tracked file names another patch release of
+# it (1.37.N), or any patch of the release before (1.36.N) outside a
+# Markdown section headed "What changed..." (where a lab says what 1.37
+# changed): in a README, a script, a link, a golden, a go.mod. It also fails
+# when the Go modules disagree with versions.env. scripts/test.sh runs it.
 #
 #   scripts/check-versions.sh [DIR]    check the checkout at DIR (default: this one)
 set -uo pipefail
@@ -11,18 +13,38 @@ cd "$root" || exit 2
 # shellcheck source=../versions.env
 source versions.env
 
-want=${KUBERNETES_VERSION#v}          # 1.36.4
-minor=${want%.*}                      # 1.36
-patch=${want##*.}                     # 4
-staging="0.${want#1.}"                # 0.36.4
+want=${KUBERNETES_VERSION#v}          # 1.37.0
+minor=${want%.*}                      # 1.37
+staging="0.${want#1.}"                # 0.37.0
+prevn=$(( ${minor#1.} - 1 ))          # 36
+prev="1.$prevn"                       # 1.36
 bad=0
+
+# whatchanged FILE LINE: true when LINE of the Markdown FILE is inside a
+# section whose heading starts with "What changed" (up to the next heading
+# of the same or a higher level).
+declare -A sections
+whatchanged() {
+  local file=$1 line=$2
+  if [[ -z ${sections[$file]+x} ]]; then
+    sections[$file]=$(awk '
+      /^```/ { fence = !fence }
+      !fence && /^#+ / {
+        n = index($0, " ") - 1
+        if (inside && n <= level) inside = 0
+        if (!inside && substr($0, n + 2) ~ /^What changed/) { inside = 1; level = n }
+      }
+      inside { printf "%d ", NR }' "$file")
+  fi
+  [[ " ${sections[$file]} " == *" $line "* ]]
+}
 
 # Any other patch of this minor release, as a Kubernetes (1.36.N) or a
 # staging-module (0.36.N) version, in any tracked text file but go.sum and
 # go.work.sum (which list checksums of every version a build ever resolved).
 # (Not \b: in a version written "v0.N.M", the v and the 0 are both word
 # characters, with no word boundary between them.)
-pattern="(^|[^0-9.])(${minor//./\\.}|0\\.${minor#1.})\\.[0-9]+"
+pattern="(^|[^0-9.])(${minor//./\\.}|0\\.${minor#1.}|${prev//./\\.}|0\\.$prevn)\\.[0-9]+"
 while IFS= read -r hit; do
   file=${hit%%:*}
   # In a go.mod, only Kubernetes' modules count (google.golang.org/protobuf
@@ -44,6 +66,11 @@ while IFS= read -r hit; do
     rest=${rest#*"$match"}
     version=${match#[!0-9]}
     if [[ $version != "$want" && $version != "$staging" ]]; then
+      # The release before is named where a lab says what changed since.
+      if [[ $version == "$prev".* || $version == "0.$prevn".* ]] && [[ $file == *.md ]] &&
+        whatchanged "$file" "$(cut -d: -f2 <<<"$hit")"; then
+        continue
+      fi
       found=$version
       break
     fi

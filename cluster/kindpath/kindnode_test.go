@@ -55,7 +55,7 @@ func required(t *testing.T, mod, path string) string {
 // TestKindNodeModulesPinWhatTheyClaim: the node image built here
 // (scripts/kind-node-image.sh) holds the programs at the versions the pinned
 // sources name, as kindnode/README.md says: Kubernetes at
-// KUBERNETES_VERSION; etcd and CoreDNS at the versions kubeadm v1.36.4 asks
+// KUBERNETES_VERSION; etcd and CoreDNS at the versions kubeadm v1.37.0 asks
 // for (DefaultEtcdVersion, CoreDNSVersion in cmd/kubeadm/app/constants);
 // containerd and crictl at the versions kind's own base image builds
 // (CONTAINERD_VERSION, CRICTL_VERSION in images/base/Dockerfile of the kind
@@ -64,7 +64,7 @@ func TestKindNodeModulesPinWhatTheyClaim(t *testing.T) {
 	v := versions(t)
 	kubeadm := filepath.Join(moduleDir(t, "k8s.io/kubernetes"), "cmd", "kubeadm", "app", "constants", "constants.go")
 	dockerfile := filepath.Join(moduleDir(t, "sigs.k8s.io/kind"), "images", "base", "Dockerfile")
-	etcd, _, _ := strings.Cut(quoted(t, kubeadm, "DefaultEtcdVersion"), "-") // "3.6.8-0": the image's revision after the dash
+	etcd, _, _ := strings.Cut(quoted(t, kubeadm, "DefaultEtcdVersion"), "-") // "3.7.0-0": the image's revision after the dash
 	for _, c := range []struct{ mod, path, want, from string }{
 		{"kube", "k8s.io/kubernetes", v["KUBERNETES_VERSION"], "versions.env KUBERNETES_VERSION"},
 		{"etcd", "go.etcd.io/etcd/server/v3", "v" + etcd, "kubeadm's DefaultEtcdVersion"},

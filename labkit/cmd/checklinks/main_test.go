@@ -21,7 +21,7 @@ func TestFindReadsModulesByTheirWholeName(t *testing.T) {
 		{"`Provision` (sigs.k8s.io/kind@v0.33.0/pkg/cluster/internal/create/create.go:102-142)", "sigs.k8s.io/kind", "pkg/cluster/internal/create/create.go", 102, 142, 1},
 		{"`Anonymous`, k8s.io/apiserver@v0.37.0/pkg/authentication/user/user.go:77", "k8s.io/apiserver", "pkg/authentication/user/user.go", 77, 77, 1},
 		{"the image registry.k8s.io/pause@v3.10.2/pause is no module", "", "", 0, 0, 0},
-		{"`defaultBookmarkFrequency` in https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L76-L78", "k8s.io/apiserver", "pkg/storage/cacher/cacher.go", 75, 77, 1},
+		{"`defaultBookmarkFrequency` in https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L76-L78", "k8s.io/apiserver", "pkg/storage/cacher/cacher.go", 76, 78, 1},
 	} {
 		refs := find("x.md", c.line)
 		if len(refs) != c.refs {
@@ -41,8 +41,8 @@ func TestFindReadsModulesByTheirWholeName(t *testing.T) {
 // Citations are spelt in pieces below, so that this file, which the check
 // reads too, holds none whole.
 const (
-	plainReflector = "k8s.io/client-go" + "@v0.36.4/tools/cache/reflector.go"
-	linkReflector  = "https://github.com/kubernetes/kubernetes/blob" + "/v1.36.4/staging/src/k8s.io/client-go/tools/cache/reflector.go"
+	plainReflector = "k8s.io/client-go" + "@v0.37.0/tools/cache/reflector.go"
+	linkReflector  = "https://github.com/kubernetes/kubernetes/blob" + "/v1.37.0/staging/src/k8s.io/client-go/tools/cache/reflector.go"
 )
 
 // checkTree writes files into a new git checkout and checks it.
@@ -84,7 +84,7 @@ func TestBareCitationInMarkdownFails(t *testing.T) {
 	out, code = checkTree(t, map[string]string{"README.md": "See " + plainReflector + ". And " + strings.TrimSuffix(plainReflector, "/reflector.go") + "/ too.\n"})
 	for _, want := range []string{
 		"README.md:1: " + plainReflector + ".: write it as a link: [reflector.go](" + linkReflector + ")",
-		"write it as a link: [tools/cache](https://github.com/kubernetes/kubernetes/tree" + "/v1.36.4/staging/src/k8s.io/client-go/tools/cache)",
+		"write it as a link: [tools/cache](https://github.com/kubernetes/kubernetes/tree" + "/v1.37.0/staging/src/k8s.io/client-go/tools/cache)",
 	} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("plain citations of a file and a directory: exit %d, output:\n%s\nwant a failure naming %q", code, out, want)
@@ -127,7 +127,7 @@ func TestDriftedLinkFails(t *testing.T) {
 			"`Provision` ([create.go:102-142](https://github.com/kubernetes-sigs/kind/blob" + "/v0.33.0/pkg/cluster/internal/create/create.go#L10-L12)).\n",
 			"lines 10-12 do not hold `Provision`"},
 		"a link into etcd": {
-			"`progressReportInterval` ([watch.go:87](https://github.com/etcd-io/etcd/blob" + "/v3.6.8/server/etcdserver/api/v3rpc/watch.go#L20)).\n",
+			"`progressReportInterval` ([watch.go:94](https://github.com/etcd-io/etcd/blob" + "/v3.7.0/server/etcdserver/api/v3rpc/watch.go#L20)).\n",
 			"line 20 does not hold `progressReportInterval`"},
 	} {
 		out, code := checkTree(t, map[string]string{"README.md": tc.body})
@@ -136,7 +136,7 @@ func TestDriftedLinkFails(t *testing.T) {
 		}
 	}
 	good := "`Provision` ([create.go:102-142](https://github.com/kubernetes-sigs/kind/blob" + "/v0.33.0/pkg/cluster/internal/create/create.go#L102-L142)),\n" +
-		"`progressReportInterval` ([watch.go:87](https://github.com/etcd-io/etcd/blob" + "/v3.6.8/server/etcdserver/api/v3rpc/watch.go#L87)),\n" +
+		"`progressReportInterval` ([watch.go:94](https://github.com/etcd-io/etcd/blob" + "/v3.7.0/server/etcdserver/api/v3rpc/watch.go#L94)),\n" +
 		"`isExpiredError` ([client-go reflector.go:646-651](" + linkReflector + "#L646-L651)).\n" +
 		"<details><summary>Answer</summary>\n<code>isExpiredError</code> (<a href=\"" + linkReflector + "#L646-L651\">reflector.go:646-651</a>)\n</details>\n"
 	if out, code := checkTree(t, map[string]string{"README.md": good}); code != 0 {

@@ -1,6 +1,6 @@
 // Command repin moves the course's upstream citations from one pinned release
 // to the next: every citation scripts/check-links.sh reads (a module path
-// k8s.io/apiserver@v0.36.4/PATH:N-M, or a pinned GitHub link, with its link
+// k8s.io/apiserver@v0.37.0/PATH:N-M, or a pinned GitHub link, with its link
 // text) that names an old version gets the new one, and its line numbers are
 // carried across by a diff of the file between the two versions, the way
 // `git blame` follows a line. A line the diff leaves unchanged moves exactly;
@@ -15,7 +15,7 @@
 //	go run ./labkit/cmd/repin [-n] -map OLD=NEW[,OLD=NEW...] [DIR]
 //
 //	-map  module versions to move, e.g.
-//	      v0.36.4=v0.37.0,v1.36.4=v1.37.0,v3.6.8=v3.7.0,v3.6.0=v3.7.0
+//	      v0.37.0=v0.38.0,v1.37.0=v1.38.0,v3.7.0=v3.8.0
 //	      (a GitHub link's tag maps the same way)
 //	-n    change nothing; print what it would do
 //
