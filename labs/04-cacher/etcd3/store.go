@@ -5,10 +5,12 @@
 // It stores Kubernetes objects in etcd, the way kube-apiserver does.
 //
 // Upstream twin: the `store` type of k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:80
-// (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
-// `interpretListError` and `interpretWatchError`
+// (New, Get, GetList with shouldStream, pagedChunks, streamChunks and
+// appendChunk, GetCurrentResourceVersion, Create, GuaranteedUpdate,
+// Delete), and `interpretListError` and `interpretWatchError`
 // (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:31-89). The watch
-// half is in watcher.go here, as upstream.
+// half is in watcher.go here, as upstream; the RangeStream support check in
+// feature_support_checker.go.
 //
 // What it keeps from upstream:
 //   - keys are <Prefix>/<resource>/<namespace>/<name>, e.g.
@@ -29,15 +31,23 @@
 //     "ModRevision is still what I read" (compare-and-swap), retried on a
 //     lost race, with the caller's Preconditions (uid, resourceVersion)
 //     checked against the object actually stored;
-//   - a read or watch from a compacted revision fails with 410 Expired.
+//   - a read or watch from a compacted revision fails with 410 Expired;
+//   - since 1.37 a list reads etcd with one RangeStream RPC where it can
+//     (etcd 3.7 and later, gate `EtcdRangeStream`, Beta and on,
+//     k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:396-398), and
+//     with paged Range requests on etcd 3.6 (see GetList).
 //
 // What it leaves out: value transformers (encryption at rest), TTL leases,
 // the compactor (tests compact by calling etcd), size estimation, the
-// feature-gated paths (`AllowUnsafeMalformedObjectDeletion`, the deletion
-// of objects that no longer decode,
+// aggregation of per-item decode errors (one bad object fails our list),
+// tracing, the feature-gated paths (`AllowUnsafeMalformedObjectDeletion`,
+// the deletion of objects that no longer decode,
 // k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:365-367, and
 // `ShardedListAndWatch`, k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1016),
-// and metrics. Methods the lab does not teach say so in their error.
+// and metrics (among them 1.37's `listStream` operation of
+// etcd_request_duration_seconds and apiserver_storage_list_duration_seconds
+// with its streamed label). Methods the lab does not teach say so in their
+// error.
 package etcd3
 
 import (

@@ -307,7 +307,12 @@ func (wc *watchChan) startWatching(watchClosedCh chan struct{}) {
 			return
 		}
 		if wres.IsProgressNotify() {
-			wc.queueEvent(progressNotifyEvent(wres.Header.GetRevision()))
+			// etcd answers RequestWatchProgress on every watch of the
+			// gRPC stream, asked for or not; upstream passes them all on
+			// as bookmarks, we only to a watch that asked (ProgressNotify).
+			if wc.progressNotify {
+				wc.queueEvent(progressNotifyEvent(wres.Header.GetRevision()))
+			}
 			continue
 		}
 		for _, e := range wres.Events {
