@@ -235,9 +235,10 @@ func TestGetCurrentResourceVersionIsOneGet(t *testing.T) {
 	}
 }
 
-// With RecordTimestamps, every event after the initial ones carries its
-// object in a storage.WatchEventWithRecordTime stamped with the time the
-// etcd event arrived (here a fake clock's); initial events do not.
+// With RecordTimestamps, every event after the initial ones, bookmarks
+// included, carries its object in a storage.WatchEventWithRecordTime
+// stamped with the time the etcd event arrived (here a fake clock's);
+// initial events do not.
 func TestWatchRecordTimestamps(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
@@ -253,7 +254,7 @@ func TestWatchRecordTimestamps(t *testing.T) {
 	if err := s.Create(ctx, key("stamped", "before"), cm("stamped", "before", "1"), nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	stamped, err := s.Watch(ctx, "/configmaps/stamped", storage.ListOptions{Recursive: true, RecordTimestamps: true, Predicate: labtest.Predicate(nil, nil)})
+	stamped, err := s.Watch(ctx, "/configmaps/stamped", storage.ListOptions{Recursive: true, RecordTimestamps: true, ProgressNotify: true, Predicate: labtest.Predicate(nil, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +289,17 @@ func TestWatchRecordTimestamps(t *testing.T) {
 	}
 	if obj := nextObject(t, plain, watch.Added); obj.(*v1.ConfigMap).Name != "after" {
 		t.Errorf("plain watch: %T", obj)
+	}
+
+	// A bookmark is stamped too.
+	t2 := t1.Add(time.Hour)
+	clk.SetTime(t2)
+	if err := s.RequestWatchProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bookmark, ok := nextObject(t, stamped, watch.Bookmark).(storage.WatchEventWithRecordTime)
+	if !ok || !bookmark.RecordTime().Equal(t2) {
+		t.Errorf("bookmark %#v, want one stamped %v", bookmark, t2)
 	}
 }
 

@@ -23,6 +23,10 @@ package etcd3
 // `processEventConcurrency` (10) events are decoded at once, each on its own
 // goroutine, and still delivered in the order etcd sent them.
 //
+// One difference: etcd answers RequestWatchProgress on every watch of the
+// client's gRPC stream; upstream turns each answer into a BOOKMARK, we only
+// on a watch opened with ProgressNotify.
+//
 // Left out: value transformers, metrics, the slow-consumer logs
 // (`blockLogger`), the corrupt-object deletion path, and sendInitialEvents,
 // which upstream's store serves: `startWatching` checks the requested
@@ -36,8 +40,8 @@ package etcd3
 //
 // Kept from upstream although this lab's Cacher does not use it yet:
 // `ListOptions.RecordTimestamps` (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go:340-345).
-// When the caller asks for it, every event that is not an initial one
-// carries its object wrapped in a `timedWatchEvent`, a
+// When the caller asks for it, every event that is not an initial one,
+// BOOKMARKs included, carries its object wrapped in a `timedWatchEvent`, a
 // `storage.WatchEventWithRecordTime` stamped with the time the event came
 // from etcd (`parseEvent`), so that a watch cache can measure how long an
 // event took from etcd to its watchers. The caller must unwrap it.
@@ -311,7 +315,7 @@ func (wc *watchChan) startWatching(watchClosedCh chan struct{}) {
 			// gRPC stream, asked for or not; upstream passes them all on
 			// as bookmarks, we only to a watch that asked (ProgressNotify).
 			if wc.progressNotify {
-				wc.queueEvent(progressNotifyEvent(wres.Header.GetRevision()))
+				wc.queueEvent(progressNotifyEvent(wres.Header.GetRevision(), wc.store.clock.Now()))
 			}
 			continue
 		}
@@ -652,8 +656,11 @@ func (wc *watchChan) parseEvent(e *clientv3.Event) (*event, error) {
 	return ret, nil
 }
 
-func progressNotifyEvent(rev int64) *event {
-	return &event{rev: rev, isProgressNotify: true}
+// progressNotifyEvent makes a bookmark event, stamped with the time it
+// arrived like any other non-initial event (upstream's
+// `progressNotifyEvent`, k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/event.go:84-90).
+func progressNotifyEvent(rev int64, recordTime time.Time) *event {
+	return &event{rev: rev, isProgressNotify: true, recordTime: recordTime}
 }
 
 // interpretWatchError: upstream's `interpretWatchError`
