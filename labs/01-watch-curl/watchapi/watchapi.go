@@ -8,7 +8,7 @@
 // TLS settings and the bearer token (cmd/watch builds one from a kubeconfig,
 // in internal/watchcmd).
 //
-// Upstream counterparts, at Kubernetes v1.36.4:
+// Upstream counterparts, at Kubernetes v1.37.0:
 //   - k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/watch.go, type WatchEvent:
 //     the wire form of one event, {"type": ..., "object": ...}.
 //   - k8s.io/client-go@v0.37.0/rest/watch/decoder.go, Decoder.Decode: turns
