@@ -274,7 +274,7 @@ func (r *recordingListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	return r.ListWatch.WatchWithContext(ctx, opts)
 }
 
-// TestConsistentListFromCache: at v1.36 a LIST with resourceVersion "" (a
+// TestConsistentListFromCache: at v1.37 a LIST with resourceVersion "" (a
 // consistent read) is served from the apiserver's watch cache, once the
 // cache has caught up with etcd's current revision, not from etcd. The
 // apiserver counts such reads in the metric

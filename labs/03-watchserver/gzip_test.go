@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
+	"github.com/listwatch-labs/listwatch-labs/labs/03-watchserver/apiserver"
 )
 
 // openWatch opens url with Accept-Encoding set by hand ("" sends none
@@ -219,5 +220,23 @@ func TestGoClientDecodesGzipWatchList(t *testing.T) {
 		if strings.Join(got, ",") != "ADDED one" {
 			t.Fatalf("%s: initial events %q, want [ADDED one]", s.name, got)
 		}
+	}
+}
+
+// TestWatchListCompressionCanBeTurnedOff: our server's option
+// DisableWatchListCompression (cmd/watchserver --watch-list-compression=false)
+// is kube-apiserver's --feature-gates=WatchListCompression=false: the
+// watch-list that would be gzip is plain.
+func TestWatchListCompressionCanBeTurnedOff(t *testing.T) {
+	t.Parallel()
+	in, _ := startLabServer(t, apiserver.Config{DisableWatchListCompression: true})
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(t, in.CAPEM)}}
+	t.Cleanup(c.CloseIdleConnections)
+	resp := openWatch(t, c, in.URL+"/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", in.Token, "gzip")
+	if got := resp.Header.Get("Content-Encoding"); got != "" {
+		t.Fatalf("Content-Encoding %q with compression turned off, want none", got)
+	}
+	if body := readBody(t, resp); len(body) == 0 || body[0] != '{' {
+		t.Fatalf("body is not plain JSON: %q", body)
 	}
 }
