@@ -22,7 +22,7 @@
 //     splits the body into JSON values.
 //
 // Left out: protobuf and CBOR (client-go can ask for protobuf with an Accept
-// header; CBOR is alpha and off by default at v1.36; curl and we get JSON),
+// header; CBOR is alpha and off by default at v1.37; curl and we get JSON),
 // decoding objects into typed Go structs (we keep the raw JSON), and the
 // retry and resume logic of lab 02.
 package watchapi
