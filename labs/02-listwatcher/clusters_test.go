@@ -164,7 +164,7 @@ DELETED ConfigMap b rv5 data.color=red
 }
 
 // TestReflector runs client-go's own Reflector on our ListWatch. In client-go
-// v0.36 the Reflector uses the streaming list by default (WatchListClient),
+// v0.37 the Reflector uses the streaming list by default (WatchListClient),
 // so this drives our Watch with sendInitialEvents. Its store must end up
 // equal to a fresh LIST, through creates, updates and deletes made before
 // and while it runs.
