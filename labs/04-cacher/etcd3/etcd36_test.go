@@ -23,15 +23,15 @@ import (
 )
 
 // etcd36Version is the etcd server the fallback is shown against: the
-// version the course's kind node image runs (kindnode/etcd/go.mod pins it),
-// the last minor without RangeStream.
+// version Kubernetes 1.36 ran (kubeadm v1.36.4's DefaultEtcdVersion), the
+// last minor without RangeStream. etcd3/testdata/etcd-3.6/go.mod pins it.
 const etcd36Version = "3.6.8"
 
 // etcd36Binary finds a real etcd 3.6.8 server binary, or builds one:
 //   - $LAB04_ETCD36, if set;
 //   - else <repo>/.cluster/bin/etcd-3.6.8, if it exists;
 //   - else it builds go.etcd.io/etcd/server/v3 from the pinned module
-//     kindnode/etcd into that path, with GOPROXY=off: from the module
+//     etcd3/testdata/etcd-3.6 into that path, with GOPROXY=off: from the module
 //     cache only, never from the network (about 2 minutes, once).
 //
 // It fails the test, saying why, if it can do none of these.
@@ -48,7 +48,10 @@ func etcd36Binary(t *testing.T) string {
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	module := filepath.Join(root, "kindnode", "etcd")
+	module, err := filepath.Abs(filepath.Join("testdata", "etcd-3.6"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +63,7 @@ func etcd36Binary(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		t.Fatalf("cannot build a real etcd %s to show the fallback: %v\n%s\n"+
-			"Build it yourself with network access (cd kindnode/etcd && GOWORK=off GOFLAGS=-mod=mod go build -o ../../.cluster/bin/etcd-%s go.etcd.io/etcd/server/v3), "+
+			"Build it yourself with network access (cd labs/04-cacher/etcd3/testdata/etcd-3.6 && GOWORK=off go build -o ../../../../../.cluster/bin/etcd-%s go.etcd.io/etcd/server/v3), "+
 			"or set LAB04_ETCD36 to an etcd %s binary.", etcd36Version, err, out, etcd36Version, etcd36Version)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
