@@ -301,3 +301,53 @@ func TestClusterDownSaysTheNextClusterIsEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestKindE2ESkipSummary: scripts/kind-e2e.sh's summary names each skipped
+// test with the reason it printed: a scenario's `skip 'REASON'` line (two
+// quotes in it read as one), or a Go test's t.Skip message; a skip with
+// neither says so.
+// (Its --skips mode reads one `go test -v` log as the summary does, with no
+// Docker and no cluster.)
+func TestKindE2ESkipSummary(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "lab.log")
+	const goTestLog = `=== RUN   TestScripts
+=== RUN   TestScripts/too-old
+=== PAUSE TestScripts/too-old
+=== RUN   TestScripts/credentials
+=== PAUSE TestScripts/credentials
+=== RUN   TestScripts/watch
+=== PAUSE TestScripts/watch
+=== CONT  TestScripts/too-old
+    testscript.go:584: # An RV etcd compacted away. (0.000s)
+        > [!labcluster] skip 'needs the embedded cluster: it compacts etcd and restarts the apiserver'
+=== CONT  TestScripts/credentials
+    testscript.go:584: # The token. (0.000s)
+        > [!labcluster] skip 'needs labcluster''s kubeconfig, which holds a bearer token'
+=== CONT  TestScripts/watch
+    testscript.go:584: # A watch. (0.000s)
+        > [target:mini] skip 'only on mini'
+        > exec curl -s $URL
+=== RUN   TestRecordFixtures
+    record_test.go:20: records only with -record
+--- SKIP: TestRecordFixtures (0.00s)
+=== RUN   TestQuiet
+--- SKIP: TestQuiet (0.00s)
+--- PASS: TestScripts (0.02s)
+    --- SKIP: TestScripts/too-old (0.00s)
+    --- SKIP: TestScripts/credentials (0.00s)
+    --- PASS: TestScripts/watch (0.01s)
+PASS
+`
+	if err := os.WriteFile(log, []byte(goTestLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runScript(t, "kind-e2e.sh", "--skips", log)
+	want := `TestRecordFixtures: records only with -record
+TestQuiet: (no reason printed; see the log)
+TestScripts/too-old: needs the embedded cluster: it compacts etcd and restarts the apiserver
+TestScripts/credentials: needs labcluster's kubeconfig, which holds a bearer token
+`
+	if code != 0 || out != want {
+		t.Errorf("kind-e2e.sh --skips: exit %d, output:\n%s\nwant:\n%s", code, out, want)
+	}
+}
