@@ -85,6 +85,9 @@ func TestCheckVersions(t *testing.T) {
 		"another patch in a golden":         {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
 		"go.mod builds another":             {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
 		"a protobuf 1.36 is not Kubernetes": {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
+		"konnectivity-client's own v0.36":   {"cluster/go.mod", "module x\n\nrequire (\n\tk8s.io/kubernetes v1.37.0\n\tsigs.k8s.io/apiserver-network-proxy/konnectivity-client v" + other("0", 0) + " // indirect\n)\n", ""},
+		"containerd's own k8s.io libraries": {"kindnode/containerd/go.mod", "module x\n\nrequire k8s.io/cri-api v" + other("0", 3) + " // indirect\n", ""},
+		"kindnode/crictl's are not exempt":  {"kindnode/crictl/go.mod", "module x\n\nrequire k8s.io/cri-api v" + other("0", 3) + " // indirect\n", "names " + other("0", 3)},
 		"kind image without digest":         {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
 	} {
 		files := map[string]string{}
