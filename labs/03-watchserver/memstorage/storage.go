@@ -484,7 +484,8 @@ func (s *Storage) recordLocked(ev *event) {
 	}
 }
 
-// oldestLocked is upstream's "oldest" in getAllEventsSinceLocked: the RV of
+// oldestLocked is upstream's "oldest" in `GetIntervalLocked`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:217-238): the RV of
 // the oldest event a watch can still be given. A watch from RV N needs every
 // event after N, so N must be at least oldest-1.
 func (s *Storage) oldestLocked() uint64 {

@@ -113,7 +113,8 @@ func ServeWatch(w http.ResponseWriter, req *http.Request, scope *WatchScope, nam
 		Timeout:      timeout,
 		ShuttingDown: scope.ShuttingDown,
 		// After defaulting: a watch from RV ""/"0" with neither
-		// sendInitialEvents nor resourceVersionMatch is a watch-list too.
+		// sendInitialEvents nor resourceVersionMatch is a watch-list too,
+		// when it also allows bookmarks (isListWatchRequest).
 		IsWatchListRequest:   opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks,
 		WatchListCompression: !scope.DisableWatchListCompression,
 	}
