@@ -8,7 +8,7 @@ package informer
 //
 //	cd labs/05-informer/informer && go test -run TestRecordFixtures -args -record
 //
-// Each scenario runs client-go's SharedIndexInformer (v0.36.4 defaults)
+// Each scenario runs client-go's SharedIndexInformer (v0.37.0 defaults)
 // over client-go's own ListWatch for ConfigMaps labelled app=demo in a
 // namespace of its own, with a recordingListerWatcher in between that
 // writes down every call the Reflector makes and everything it gets back,
