@@ -1,6 +1,6 @@
 package informer
 
-// Two answers of a 1.36 apiserver that change what a Reflector does, on our
+// Two answers of a 1.37 apiserver that change what a Reflector does, on our
 // Reflector and client-go's (k8s.io/client-go@v0.37.0/tools/cache, imported
 // side by side) over the same fake server, on a synctest clock:
 //
