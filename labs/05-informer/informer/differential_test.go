@@ -454,7 +454,7 @@ func TestDifferentialBlockedHandler(t *testing.T) {
 }
 
 // TestDifferentialShutDownEventHandler: removing a handler, on our informer
-// and on client-go's (RemoveEventHandler and the ShutDownEventHandler that
+// and on client-go's (RemoveEventHandler and the `ShutDownEventHandler` that
 // 1.37 added: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1145-1155).
 // A handler is stuck in its first call, with two more queued for it.
 // RemoveEventHandler returns at once: it does not wait for that call.

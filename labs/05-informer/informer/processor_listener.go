@@ -223,7 +223,10 @@ func (p *sharedProcessor) removeListener(l *processorListener) {
 }
 
 // distribute hands n to every listener, or, for a resync notification
-// (sync), only to those whose resync is due.
+// (sync), only to those marked "syncing": a new listener (until the first
+// resync check), and at each check those whose resync is due. With no
+// resync period that mark never changes, so every handler gets a relist's
+// unchanged objects.
 func (p *sharedProcessor) distribute(n any, sync bool) {
 	p.lock.RLock()
 	defer p.lock.RUnlock()

@@ -234,7 +234,7 @@ func (r *Reflector) relistResourceVersion() string {
 }
 
 // rewatchResourceVersion is what a streaming list asks for, as upstream's
-// `rewatchResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1135-1146):
+// `rewatchResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1135-1144):
 // the last resourceVersion seen, or "" (the newest, consistent) the first
 // time, or once a list or streaming list at the last resourceVersion was
 // refused (410 or too large). After a watch's 410 it is still the last

@@ -438,8 +438,9 @@ func (s *SharedIndexInformer) onAdd(obj any, isInInitialList bool) {
 
 // onUpdate: an update that did not change the resourceVersion is a resync
 // (a SyncAll, or a relist that found the object unchanged), and goes only to
-// the handlers whose resync is due, as upstream's `OnUpdate` decides with
-// `isSync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1091-1110).
+// the handlers marked "syncing" (see sharedProcessor.distribute: every
+// handler, when there is no resync period), as upstream's `OnUpdate`
+// decides with `isSync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1091-1110).
 func (s *SharedIndexInformer) onUpdate(old, new any) {
 	isSync := false
 	if o, err := meta.Accessor(old); err == nil {

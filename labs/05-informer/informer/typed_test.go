@@ -82,8 +82,8 @@ func TestClientGoTypedHandlerGetsDeletedObject(t *testing.T) {
 }
 
 // TestClientGoInformerIsANewWrapperEachCall: since 1.37 a generated
-// informer's Informer() returns TypedInformer(), a new wrapper around the
-// one informer the factory keeps per type
+// informer's Informer() returns `TypedInformer`'s result, a new wrapper
+// around the one informer the factory keeps per type
 // (k8s.io/client-go@v0.37.0/informers/core/v1/configmap.go:162-168;
 // `NewTypedSharedIndexInformer`: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:318-320).
 // Two calls are no longer ==, so code that compares informers, or keys a
