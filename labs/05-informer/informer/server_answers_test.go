@@ -79,7 +79,8 @@ func (l *answeringLW) WatchWithContext(ctx context.Context, opts metav1.ListOpti
 	l.mu.Unlock()
 	if refuse {
 		// What a restarted kube-apiserver answers while its watch cache
-		// is not ready (ResilientWatchCacheInitialization).
+		// is not ready (a gate, ResilientWatchCacheInitialization, until 1.37;
+		// always since).
 		return nil, apierrors.NewTooManyRequests("storage is (re)initializing", 1)
 	}
 	return l.fakeServer.WatchWithContext(ctx, opts)
