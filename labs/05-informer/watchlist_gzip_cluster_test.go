@@ -1,11 +1,15 @@
 package lab05_test
 
 // TestStreamingListArrivesGzipped: since 1.37 kube-apiserver compresses
-// the response to a watch with sendInitialEvents=true when the client
-// accepts gzip (`WatchListCompression`, beta and on:
+// the response to a watch with sendInitialEvents=true and
+// allowWatchBookmarks=true, as an informer's streaming list is
+// (`isListWatchRequest`: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go:329-331),
+// when the client accepts gzip (`WatchListCompression`, beta and on:
 // k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:495-497; the
-// handler asks `ContentEncodingSupported` and `BeginStream` sets
-// Content-Encoding: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:334-346,386-387).
+// handler asks `ContentEncodingSupported`,
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:386-387, and
+// `BeginStream` sets Content-Encoding,
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:334-346).
 // Go's transport asks for gzip by itself, unpacks the body and says so in
 // http.Response.Uncompressed, so neither informer has anything to do: each
 // syncs from a compressed stream. A plain watch is not compressed.
