@@ -68,7 +68,9 @@ func TestCheckVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other patch releases, spelt in pieces so this file does not name them.
-	other := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
+	other := func(major string, patch int) string { return fmt.Sprintf("%s.37.%d", major, patch) }
+	// The release before, named only where a lab says what changed since.
+	prev := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
 	good := map[string]string{
 		"versions.env":   string(env),
 		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.37.0\n",
@@ -81,11 +83,15 @@ func TestCheckVersions(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct{ file, body, want string }{
-		"another patch in a README":         {"labs/x/README.md", "see k8s.io/apiserver@v" + other("0", 3) + "/pkg/storage\n", "labs/x/README.md:1: names " + other("0", 3)},
-		"another patch in a golden":         {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
-		"go.mod builds another":             {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
-		"a protobuf 1.36 is not Kubernetes": {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
-		"kind image without digest":         {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
+		"another patch in a README":             {"labs/x/README.md", "see k8s.io/apiserver@v" + other("0", 3) + "/pkg/storage\n", "labs/x/README.md:1: names " + other("0", 3)},
+		"another patch in a golden":             {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
+		"go.mod builds another":                 {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
+		"a protobuf 1.37 is not Kubernetes":     {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
+		"the release before in prose":           {"labs/x/README.md", "# Lab\n\nKubernetes v" + prev("1", 4) + " does this.\n", "labs/x/README.md:3: names " + prev("1", 4)},
+		"the release before in Go":              {"labs/x/a.go", "// k8s.io/apiserver@v" + prev("0", 4) + "/pkg/storage\n", "labs/x/a.go:1: names " + prev("0", 4)},
+		"the release before in What changed":    {"labs/x/README.md", "# Lab\n\n## What changed in 1.37\n\nIn v" + prev("1", 4) + " it did this.\n\n### Detail\n\nclient-go v" + prev("0", 4) + " too.\n", ""},
+		"the release before after What changed": {"labs/x/README.md", "## What changed in 1.37\n\nv" + prev("1", 4) + "\n\n## Next\n\nv" + prev("1", 4) + "\n", "labs/x/README.md:7: names " + prev("1", 4)},
+		"kind image without digest":             {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
 	} {
 		files := map[string]string{}
 		for k, v := range good {
