@@ -14,7 +14,7 @@
 //	delta_fifo.go        DeltaFIFO: the classic queue of the 2020 article, one Deltas per key
 //	thread_safe_store.go Indexer: the cache, with named indexes kept exact on update and delete
 //	index.go             the index functions: namespace, spec.nodeName, and one to copy
-//	shared_informer.go   SharedIndexInformer: FIFO -> Indexer -> handlers; resync; HasSynced
+//	shared_informer.go   SharedIndexInformer: FIFO -> Indexer -> handlers; resync; HasSynced; removing a handler
 //	processor_listener.go one growing buffer and one goroutine per handler
 //	lister.go            Lister: typed reads from the Indexer
 //
