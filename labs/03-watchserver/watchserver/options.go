@@ -11,7 +11,7 @@
 // limit and continue are parsed here and handed on: a LIST passes them to
 // its storage, which pages or not (lab 04's etcd3 store pages, lab 03's
 // memstorage answers whole lists); a WATCH ignores them.
-// Left out: the feature gate itself (`WatchList` is on by default since v1.34,
+// Left out: the feature gate itself (`WatchList` is on by default in 1.32 and since v1.34,
 // k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501; we always act
 // as if it is on).
 

@@ -14,11 +14,11 @@ package cacher
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
 //  1. ask etcd for its current revision. Upstream's etcd3 store does it
-//     with `GetCurrentResourceVersion`, a non-recursive `GetList` of the
-//     bare resource prefix (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-729):
-//     an etcd Get of the one key /registry/<resource>, which holds nothing,
-//     read only for the revision in the response's header; ours with a
-//     count-only read of the prefix, which returns no object either;
+//     with `GetCurrentResourceVersion`, one etcd Get of the bare resource
+//     prefix (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-745):
+//     the one key /registry/<resource>, which holds nothing, read only for
+//     the revision in the response's header (1.36 read the same key through
+//     a non-recursive GetList); this lab's etcd3 store does the same Get;
 //  2. wait until the cache's resourceVersion reaches it. If the resource
 //     is busy, events carry the cache there. If it is idle, nothing would
 //     (etcd sends progress notifications on its own only every 10 minutes,
@@ -35,11 +35,10 @@ package cacher
 // apiserver_watch_cache_consistent_read_total with fallback="true"/"false",
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233-240).
 //
-// Left out: the feature gate (`ConsistentListFromCache`, GA and locked on
-// since 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365)
-// and the check that etcd supports progress requests (`ConsistentReadSupported`,
+// Left out: the check that etcd supports progress requests (`ConsistentReadSupported`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:107-109;
-// etcd 3.6 does).
+// etcd 3.6 and 3.7 do). Upstream has no feature gate for this any more:
+// ConsistentListFromCache, GA and locked on since 1.34, was removed in 1.37.
 
 import (
 	"context"
