@@ -108,7 +108,7 @@ var steps = []PathHop{
 	{
 		Name: "WatchServer -> ListWatch", From: "WatchServer", To: "ListWatch",
 		Short:  "the HTTP frame",
-		What:   "HTTP: the WatchServer encodes the event as one JSON frame, writes and flushes it on the watch response (an HTTP/2 stream); the client reads the bytes. Since 1.37 kube-apiserver gzips a watch that began with sendInitialEvents=true and allowWatchBookmarks=true, as an informer's does, when the client accepts gzip, one gzip member per flush; Go's transport asks for gzip and unpacks it before the trace reads the body.",
+		What:   "HTTP: the WatchServer encodes the event as one JSON frame, writes and flushes it on the watch response (an HTTP/2 stream); the client reads the bytes. Since 1.37 kube-apiserver, and lab 03's server with it, gzips a watch that began with sendInitialEvents=true and allowWatchBookmarks=true, as an informer's does, when the client accepts gzip, one gzip member per flush; Go's transport asks for gzip and unpacks it before the trace reads the body.",
 		Course: "the bytes of the frame read from the response body",
 		Real:   "the bytes of the frame read from the response body",
 		Lab:    []LabRef{{"labs/03-watchserver/watchserver/watchserver.go", "WatchServer.HandleHTTP", "func (s *WatchServer) HandleHTTP("}},
