@@ -199,7 +199,7 @@ var (
 func rewrite(ref citations.Ref, nv string, from, to int) string {
 	t := ref.Text
 	if ref.Link {
-		// The tag: v1.36.4 for staging and kubernetes, the module's own
+		// The tag: v1.N.M for staging (module v0.N.M) and kubernetes, the module's own
 		// for etcd and kind.
 		old := ref.Version
 		tag := nv

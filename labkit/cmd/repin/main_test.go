@@ -41,8 +41,8 @@ func TestDiffMapFollowsLines(t *testing.T) {
 // TestRewriteKeepsTheForm checks a plain citation and a link, with their
 // lines and the link's text.
 func TestRewriteKeepsTheForm(t *testing.T) {
-	plain := "k8s.io/apiserver" + "@v0.36.4/pkg/storage/cacher/cacher.go:10-12."
-	link := "[cacher.go:10-12](https://github.com/kubernetes/kubernetes/blob" + "/v1.36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L10-L12)"
+	plain := "k8s.io/apiserver" + "@v0." + "36.4/pkg/storage/cacher/cacher.go:10-12."
+	link := "[cacher.go:10-12](https://github.com/kubernetes/kubernetes/blob" + "/v1." + "36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L10-L12)"
 	refs := citations.Find("a.md", "`x` "+link+"\n")
 	if len(refs) != 1 {
 		t.Fatalf("found %d citations in %q", len(refs), link)

@@ -23,7 +23,7 @@ import (
 )
 
 // etcd36Version is the etcd server the fallback is shown against: the
-// version Kubernetes 1.36 ran (kubeadm v1.36.4's DefaultEtcdVersion), the
+// version Kubernetes 1.36 ran (kubeadm's DefaultEtcdVersion in Kubernetes 1.36), the
 // last minor without RangeStream. etcd3/testdata/etcd-3.6/go.mod pins it.
 const etcd36Version = "3.6.8"
 
