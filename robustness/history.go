@@ -11,7 +11,7 @@
 // version but not among its dependencies), which records client traffic
 // while it injects failures and validates the history against a model of
 // etcd with porcupine (`NonDeterministicModel`,
-// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/operations.go:37)
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/operations.go:49)
 // and a set of watch validators (`validateWatch`,
 // go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/watch.go:42-94).
 // This package is written for the course, one level up, and its kinds are
