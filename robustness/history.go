@@ -98,7 +98,7 @@ type WatchSpec struct {
 	// StartRV is the request's resourceVersion. A number: the changes
 	// after it, or 410. "" or "0" without sendInitialEvents: with the
 	// `WatchList` gate on, the default since 1.34
-	// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501),
+	// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-493),
 	// the apiserver turns such a watch into sendInitialEvents=true with
 	// NotOlderThan (`SetListOptionsDefaults`,
 	// k8s.io/apimachinery@v0.37.0/pkg/apis/meta/internalversion/defaults.go:25-37;

@@ -89,7 +89,7 @@ func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
 }
 
 // TestDifferential runs one scenario through our ListWatch and through
-// client-go's cache.NewListWatchFromClient against the same cluster: the same
+// client-go's cache.NewFilteredListWatchFromClient against the same cluster: the same
 // list at the same resourceVersion, then two watches from it seeing the same
 // changes. The transcripts must be identical, and say what we expect.
 func TestDifferential(t *testing.T) {
