@@ -388,7 +388,7 @@ func (m *model) placeMarks() {
 // deletionTimestamp with a grace period of 0 (or none) and the update
 // leaves it no finalizers (`ShouldDeleteDuringUpdate`,
 // k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:633-654,
-// called at store.go:781-785), and then answers 200 with the object the
+// called at store.go:845-849), and then answers 200 with the object the
 // update asked for, not the one it deleted (`deleteWithoutFinalizers`,
 // k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go:658-679),
 // which carries the stored object's resourceVersion (`UpdateObject`,

@@ -23,7 +23,7 @@ import (
 // an event or the LIST showed it applied: the model branches, as the model
 // of etcd's robustness suite does, which considers both cases for a
 // request whose response was unknown or an error (`NonDeterministicModel`,
-// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/model/non_deterministic.go:27-43).
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/model/non_deterministic.go:39-43).
 // Across keys, without a search: one resourceVersion order for everything,
 // so a write (or the LIST) that was answered before another was sent has
 // the lower RV. The two together are linearizability of the whole

@@ -152,8 +152,9 @@ func (f *DeltaFIFO) queueActionLocked(t DeltaType, obj any) error {
 // `processorListener.pop` takes it whatever the handler is doing
 // (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1444-1476). What
 // the lock holds up is the Reflector, while the cache is updated. A handler
-// runs under it only in the low-level controller of `cache.NewInformer`,
-// whose `Process` calls `processDeltas` with the handler itself
+// runs under it only in a controller built by hand on a DeltaFIFO (as the
+// one of `cache.NewInformer` was before InOrderInformers: since then it
+// gets a RealFIFO), whose `Process` calls `processDeltas` with the handler itself
 // (k8s.io/client-go@v0.37.0/tools/cache/controller.go:1042-1046).
 func (f *DeltaFIFO) Pop(process func(Deltas, bool) error) error {
 	f.lock.Lock()

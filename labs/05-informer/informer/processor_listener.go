@@ -110,11 +110,13 @@ func (p *processorListener) add(n any) {
 }
 
 // run calls the handler for each notification until ctx ends or the
-// handler is removed; what is still pending then is dropped, as upstream's
+// handler is removed; what is still pending then is dropped. Upstream
+// promises less: when it closes the listener's `addCh`, an idle handler's
+// `pop` may still hand over a queued notification or two (which is why
+// 1.37's doc says callbacks may still run after removal); see
 // `sharedProcessor.run` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1266-1302)
-// and `removeListener` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1210-1232)
-// do when they close the listener's `addCh`. It closes runFinished when
-// it returns, as upstream's `processorListener.run` does
+// and `removeListener` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1210-1232).
+// It closes runFinished when it returns, as upstream's `processorListener.run` does
 // (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1478-1479).
 func (p *processorListener) run(ctx context.Context) {
 	defer close(p.runFinished)
