@@ -8,17 +8,17 @@ package cacher
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:131-183);
 // `waitAndListConsistent`, which reads etcd's current revision
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-491); and
-// `waitUntilFreshAndBlock`, which waits for the cache at most `blockTimeout`,
-// 3 s (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:325-362).
+// `waitUntilFreshLocked`, which waits for the cache at most `blockTimeout`,
+// 3 s (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:317-362).
 //
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
-//  1. ask etcd for its current revision. Upstream's etcd3 store does it
-//     with `GetCurrentResourceVersion`, a non-recursive `GetList` of the
-//     bare resource prefix (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-729):
-//     an etcd Get of the one key /registry/<resource>, which holds nothing,
-//     read only for the revision in the response's header; ours with a
-//     count-only read of the prefix, which returns no object either;
+//  1. ask etcd for its current revision: the storage's
+//     `GetCurrentResourceVersion`. Upstream's etcd3 store makes it one etcd
+//     Get of the bare key /registry/<resource>, which holds nothing, read
+//     only for the revision in the response's header
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-745); ours is
+//     in etcd3/store.go;
 //  2. wait until the cache's resourceVersion reaches it. If the resource
 //     is busy, events carry the cache there. If it is idle, nothing would
 //     (etcd sends progress notifications on its own only every 10 minutes,
@@ -35,11 +35,16 @@ package cacher
 // apiserver_watch_cache_consistent_read_total with fallback="true"/"false",
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233-240).
 //
-// Left out: the feature gate (`ConsistentListFromCache`, GA and locked on
-// since 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365)
-// and the check that etcd supports progress requests (`ConsistentReadSupported`,
+// Left out: the check that etcd supports progress requests
+// (`ConsistentReadSupported`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:107-109;
-// etcd 3.6 does).
+// every etcd this course runs does), and the alpha gate
+// `ConsistentListFromCacheSkipTimeoutFallback`, new in 1.37 and off by
+// default (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365),
+// which answers 429 instead of falling back to etcd
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:160-168). Serving
+// consistent LISTs from the cache has no gate since 1.37: 1.36's
+// `ConsistentListFromCache`, GA and locked on, was deleted.
 
 import (
 	"context"

@@ -122,9 +122,9 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.metrics.relists.Add(1)
 
 	for {
-		c.watchCache.mu.RLock()
+		c.watchCache.RLock()
 		rv := c.watchCache.resourceVersion
-		c.watchCache.mu.RUnlock()
+		c.watchCache.RUnlock()
 		if err := c.watchOnce(ctx, rv, everything); err != nil || ctx.Err() != nil {
 			return err // relist (runReflector waits relistBackoff first)
 		}
@@ -140,6 +140,12 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 		Recursive:       true,
 		ProgressNotify:  true, // so progress notifications reach us as bookmarks
 		Predicate:       everything,
+		// Ask the storage to stamp each event with when it saw it; a
+		// storage that does wraps each object in a
+		// storage.WatchEventWithRecordTime, which processEvent unwraps.
+		// Upstream's listerWatcher sets `RecordTimestamps` too
+		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:117).
+		RecordTimestamps: true,
 	})
 	if err != nil {
 		return err
@@ -154,7 +160,11 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 				return err
 			}
 		case watch.Bookmark:
-			bookmarkRV, err := c.versioner.ObjectResourceVersion(ev.Object)
+			obj := ev.Object
+			if wrapped, ok := obj.(storage.WatchEventWithRecordTime); ok {
+				obj = wrapped.Unwrap()
+			}
+			bookmarkRV, err := c.versioner.ObjectResourceVersion(obj)
 			if err == nil {
 				c.watchCache.UpdateResourceVersion(bookmarkRV)
 			}
