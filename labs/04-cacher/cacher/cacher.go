@@ -549,10 +549,11 @@ func copyInto(src, dst runtime.Object) error {
 // for RV ""), and from etcd when the cache cannot answer it: an exact RV, a
 // continue token, or a limit with any RV but "0". Those need etcd's MVCC
 // history or a paginated answer. Upstream serves exact RVs and continue
-// pages from B-tree snapshots of the cache, and a limited consistent list
-// from its live B-tree (`waitUntilFreshAndList`,
+// pages from older B-tree snapshots of the cache, and a limited consistent
+// list from its newest one (`waitUntilFreshAndList`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:416-448); we
-// keep no snapshots, and our store is a map with no order to page through.
+// keep the same snapshots (store/) but read only the newest: our choice,
+// to keep this routing short.
 // A limit with RV "0" is ignored and the whole list served from memory, as
 // upstream's `computeListLimit` does
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:740-745).

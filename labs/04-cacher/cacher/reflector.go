@@ -34,9 +34,14 @@ package cacher
 //     (k8s.io/client-go@v0.37.0/features/known_features.go:141-144;
 //     `useWatchList`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:361-368):
 //     it watches the etcd3 store with `SendInitialEvents`
-//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:108-136),
-//     which reads etcd in pages of 10,000 and ends the initial events with
-//     the initial-events-end bookmark (`startWatching`,
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:108-136;
+//     kube-apiserver's own gate must be on too, beta and on by default,
+//     else it refuses and the reflector lists (`WatchList`,
+//     k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:130-132),
+//     which reads etcd's current state (with etcd's RangeStream since 1.37,
+//     else in pages of 10,000: `sync`,
+//     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:298-312) and
+//     ends the initial events with the initial-events-end bookmark (`startWatching`,
 //     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:444-476). Its
 //     `storageWatchListPageSize` of 10,000
 //     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:450) pages only

@@ -33,8 +33,8 @@ import (
 
 const (
 	// defaultLowerBoundCapacity and defaultUpperBoundCapacity bound the
-	// ring (upstream: the same constants,
-	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:31-38).
+	// ring (upstream: the same `defaultLowerBoundCapacity` and
+	// `defaultUpperBoundCapacity`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:31-38).
 	defaultLowerBoundCapacity = 100
 	defaultUpperBoundCapacity = 100 * 1024
 
@@ -144,8 +144,8 @@ func (w *watchCacheHistory) isCacheFullLocked() bool {
 func (w *watchCacheHistory) doCacheResizeLocked(capacity int) {
 	ring := make([]*watchCacheEvent, capacity)
 	if capacity < w.capacity {
-		// Shrinking drops the oldest events that no longer fit. Upstream
-		// does not set removedEventSinceRelist here
+		// Shrinking drops the oldest events that no longer fit. Upstream's
+		// `doCacheResizeLocked` does not set removedEventSinceRelist
 		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:145-157);
 		// we do, so that a watch from the list's RV gets 410 rather than
 		// missing the dropped events.

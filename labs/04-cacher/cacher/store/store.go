@@ -4,7 +4,7 @@
 //
 // Upstream twin: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go
 // (the `Snapshot` interface and the `Element` type,
-// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:81-113).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:76-95).
 //
 // Left out: the `Indexer` interface's indexes (`ByIndex`) and `Count`.
 // Upstream keeps one index per IndexerFunc (spec.nodeName for pods), so

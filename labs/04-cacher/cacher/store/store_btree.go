@@ -6,7 +6,7 @@ package store
 // (`btreeStore`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store_btree.go:143-272,
 // and `storeSnapshotter`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store_btree.go:432-519),
 // on the same B-tree package, github.com/google/btree, of the same degree
-// (`btreeDegree`, 16, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:69).
+// (`btreeDegree`, 16, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:58).
 //
 // A snapshot is `Clone` of the B-tree: O(1), since the two trees share
 // their nodes and each copies a node before it changes it
@@ -168,7 +168,7 @@ func (s *storeSnapshotter) Len() int {
 }
 
 // orderedListSnapshot is a list already in key order, copied from the live
-// store (upstream: the same type,
+// store (upstream: the same `orderedListSnapshot`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/watch_cache_storage.go:127-145).
 type orderedListSnapshot struct {
 	Items []interface{}

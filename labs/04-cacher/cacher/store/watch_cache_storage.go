@@ -70,17 +70,19 @@ func (w *WatchCacheStorage) CanServeExactRV(rv uint64) bool {
 }
 
 // Compact drops the snapshots older than rev, the revision etcd compacted
-// to: a LIST at an older RV must get 410 Expired, as from etcd (upstream
-// calls it from its compactor, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/compactor.go:75;
-// this lab has no compactor).
+// to: a LIST at an older RV must get 410 Expired, as from etcd (upstream's
+// compactor calls it from `compactIfNeeded`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/compactor.go:65-77; this lab
+// has no compactor).
 func (w *WatchCacheStorage) Compact(rev uint64) {
 	w.snapshots.RemoveLess(rev)
 }
 
 // MarkConsistent turns snapshotting on or off; off also drops every
-// snapshot (upstream's consistency checker calls it when the cache's digest
-// differs from etcd's, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/watch_cache_storage.go:93-100;
-// this lab has no checker).
+// snapshot (upstream's `MarkConsistent`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/watch_cache_storage.go:93-100,
+// is called by its consistency checker when the cache's digest differs
+// from etcd's; this lab has no checker).
 func (w *WatchCacheStorage) MarkConsistent(consistent bool) {
 	w.snapshottingEnabled.Store(consistent)
 	if !consistent {
