@@ -197,6 +197,8 @@ func TestUpstreamFreshReadStartsNoWakeUpGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	const wakeUp = "cacher.(*watchCache).waitUntilFreshLocked.func"
+	// Wake-up goroutines of earlier tests' upstream Cachers live 3 s.
+	waitFor(t, "no wake-up goroutine left from earlier tests", func() bool { return goroutinesIn(wakeUp) == 0 })
 	rv, _ := e.store.GetCurrentResourceVersion(ctx)
 	list := func(rv uint64) error {
 		return c.GetList(ctx, e.prefix, storage.ListOptions{ResourceVersion: fmt.Sprint(rv), Recursive: true,
@@ -308,6 +310,8 @@ func TestUpstreamEtcd3StampsEventsWhenAsked(t *testing.T) {
 func TestDispatchDurationsObserved(t *testing.T) {
 	e := newPodEnv(t, clock.RealClock{})
 	e.create(t, "ns", "a", "", nil)
+	etcdRV, _ := e.store.GetCurrentResourceVersion(context.Background())
+	waitFor(t, "the cache has a", func() bool { return e.cacher.Metrics().ResourceVersion >= etcdRV })
 	w, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
 	if err != nil {
 		t.Fatal(err)
