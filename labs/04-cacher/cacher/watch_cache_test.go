@@ -41,29 +41,6 @@ func addPod(t *testing.T, w *watchCache, rv int) {
 	}
 }
 
-// eventsSince is what a watch of every pod from rv receives before live
-// events: the interval's events, drained.
-func eventsSince(w *watchCache, rv uint64) ([]*watchCacheEvent, error) {
-	w.RLock()
-	interval, err := w.getAllEventsSinceLocked(rv, "/pods/", true, nil)
-	w.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	return drain(interval)
-}
-
-func drain(interval *watchCacheInterval) ([]*watchCacheEvent, error) {
-	var events []*watchCacheEvent
-	for {
-		ev, err := interval.Next()
-		if err != nil || ev == nil {
-			return events, err
-		}
-		events = append(events, ev)
-	}
-}
-
 func TestRingGrowsToKeepTheHistoryWindow(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	w := newTestWatchCache(clk)
