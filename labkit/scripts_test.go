@@ -68,7 +68,9 @@ func TestCheckVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other patch releases, spelt in pieces so this file does not name them.
-	other := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
+	other := func(major string, patch int) string { return fmt.Sprintf("%s.37.%d", major, patch) }
+	// The release before, named only where a lab says what changed since.
+	prev := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
 	good := map[string]string{
 		"versions.env":   string(env),
 		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.37.0\n",
@@ -81,11 +83,18 @@ func TestCheckVersions(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct{ file, body, want string }{
-		"another patch in a README":         {"labs/x/README.md", "see k8s.io/apiserver@v" + other("0", 3) + "/pkg/storage\n", "labs/x/README.md:1: names " + other("0", 3)},
-		"another patch in a golden":         {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
-		"go.mod builds another":             {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
-		"a protobuf 1.36 is not Kubernetes": {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
-		"kind image without digest":         {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
+		"another patch in a README":             {"labs/x/README.md", "see k8s.io/apiserver@v" + other("0", 3) + "/pkg/storage\n", "labs/x/README.md:1: names " + other("0", 3)},
+		"another patch in a golden":             {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + other("1", 2) + "'\n", "a.txtar:1: names " + other("1", 2)},
+		"go.mod builds another":                 {"cluster/go.mod", "module x\n\nrequire k8s.io/kubernetes v" + other("1", 5) + "\n", "names " + other("1", 5)},
+		"a protobuf 1.37 is not Kubernetes":     {"labkit/go.mod", "require google.golang.org/protobuf v" + other("1", 12) + "\n", ""},
+		"the release before in prose":           {"labs/x/README.md", "# Lab\n\nKubernetes v" + prev("1", 4) + " does this.\n", "labs/x/README.md:3: names " + prev("1", 4)},
+		"the release before in Go":              {"labs/x/a.go", "// k8s.io/apiserver@v" + prev("0", 4) + "/pkg/storage\n", "labs/x/a.go:1: names " + prev("0", 4)},
+		"the release before in What changed":    {"labs/x/README.md", "# Lab\n\n## What changed in 1.37\n\nIn v" + prev("1", 4) + " it did this.\n\n### Detail\n\nclient-go v" + prev("0", 4) + " too.\n", ""},
+		"the release before after What changed": {"labs/x/README.md", "## What changed in 1.37\n\nv" + prev("1", 4) + "\n\n## Next\n\nv" + prev("1", 4) + "\n", "labs/x/README.md:7: names " + prev("1", 4)},
+		"konnectivity-client's own v0.36":       {"cluster/go.mod", "module x\n\nrequire (\n\tk8s.io/kubernetes v1.37.0\n\tsigs.k8s.io/apiserver-network-proxy/konnectivity-client v" + prev("0", 0) + " // indirect\n)\n", ""},
+		"containerd's own k8s.io libraries":     {"kindnode/containerd/go.mod", "module x\n\nrequire k8s.io/cri-api v" + prev("0", 3) + " // indirect\n", ""},
+		"kindnode/crictl's are not exempt":      {"kindnode/crictl/go.mod", "module x\n\nrequire k8s.io/cri-api v" + prev("0", 3) + " // indirect\n", "names " + prev("0", 3)},
+		"kind image without digest":             {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
 	} {
 		files := map[string]string{}
 		for k, v := range good {
@@ -299,5 +308,55 @@ func TestClusterDownSaysTheNextClusterIsEmpty(t *testing.T) {
 		if got := strings.Contains(string(out), next); got != stopped || !strings.HasPrefix(string(out), said+"\n") {
 			t.Errorf("labcluster said %q; cluster-down.sh printed:\n%s\nwant labcluster's line, then the line about the next cluster: %v", said, out, stopped)
 		}
+	}
+}
+
+// TestKindE2ESkipSummary: scripts/kind-e2e.sh's summary names each skipped
+// test with the reason it printed: a scenario's `skip 'REASON'` line (two
+// quotes in it read as one), or a Go test's t.Skip message; a skip with
+// neither says so.
+// (Its --skips mode reads one `go test -v` log as the summary does, with no
+// Docker and no cluster.)
+func TestKindE2ESkipSummary(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "lab.log")
+	const goTestLog = `=== RUN   TestScripts
+=== RUN   TestScripts/too-old
+=== PAUSE TestScripts/too-old
+=== RUN   TestScripts/credentials
+=== PAUSE TestScripts/credentials
+=== RUN   TestScripts/watch
+=== PAUSE TestScripts/watch
+=== CONT  TestScripts/too-old
+    testscript.go:584: # An RV etcd compacted away. (0.000s)
+        > [!labcluster] skip 'needs the embedded cluster: it compacts etcd and restarts the apiserver'
+=== CONT  TestScripts/credentials
+    testscript.go:584: # The token. (0.000s)
+        > [!labcluster] skip 'needs labcluster''s kubeconfig, which holds a bearer token'
+=== CONT  TestScripts/watch
+    testscript.go:584: # A watch. (0.000s)
+        > [target:mini] skip 'only on mini'
+        > exec curl -s $URL
+=== RUN   TestRecordFixtures
+    record_test.go:20: records only with -record
+--- SKIP: TestRecordFixtures (0.00s)
+=== RUN   TestQuiet
+--- SKIP: TestQuiet (0.00s)
+--- PASS: TestScripts (0.02s)
+    --- SKIP: TestScripts/too-old (0.00s)
+    --- SKIP: TestScripts/credentials (0.00s)
+    --- PASS: TestScripts/watch (0.01s)
+PASS
+`
+	if err := os.WriteFile(log, []byte(goTestLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runScript(t, "kind-e2e.sh", "--skips", log)
+	want := `TestRecordFixtures: records only with -record
+TestQuiet: (no reason printed; see the log)
+TestScripts/too-old: needs the embedded cluster: it compacts etcd and restarts the apiserver
+TestScripts/credentials: needs labcluster's kubeconfig, which holds a bearer token
+`
+	if code != 0 || out != want {
+		t.Errorf("kind-e2e.sh --skips: exit %d, output:\n%s\nwant:\n%s", code, out, want)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // HACluster is a labcluster on a three-member etcd (`labcluster up
 // --etcd-members 3`, here as a child of the test binary): the real
-// kube-apiserver v1.36.4 over it, and the etcd the course's stack stores in
+// kube-apiserver v1.37.0 over it, and the etcd the course's stack stores in
 // too, so one set of etcd faults hits both stacks. The course's stack keeps
 // its keys under its own prefix, /course, apart from the kube-apiserver's,
 // which start at `DefaultEtcdPathPrefix`, /registry

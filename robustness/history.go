@@ -11,7 +11,7 @@
 // version but not among its dependencies), which records client traffic
 // while it injects failures and validates the history against a model of
 // etcd with porcupine (`NonDeterministicModel`,
-// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/operations.go:37)
+// go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/operations.go:49)
 // and a set of watch validators (`validateWatch`,
 // go.etcd.io/etcd/tests/v3@v3.7.0/robustness/validate/watch.go:42-94).
 // This package is written for the course, one level up, and its kinds are
@@ -98,7 +98,7 @@ type WatchSpec struct {
 	// StartRV is the request's resourceVersion. A number: the changes
 	// after it, or 410. "" or "0" without sendInitialEvents: with the
 	// `WatchList` gate on, the default since 1.34
-	// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501),
+	// (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-493),
 	// the apiserver turns such a watch into sendInitialEvents=true with
 	// NotOlderThan (`SetListOptionsDefaults`,
 	// k8s.io/apimachinery@v0.37.0/pkg/apis/meta/internalversion/defaults.go:25-37;

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// RealStack is the real kube-apiserver v1.36.4 of an HACluster as a
+// RealStack is the real kube-apiserver v1.37.0 of an HACluster as a
 // Target, reached through a proxy that can cut or stall every connection,
 // with client-go's informer and lab 05's side by side. Faults: compact
 // etcd (`labcluster etcd compact`), restart the apiserver (`labcluster
@@ -69,7 +69,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	}
 	s := &RealStack{proxy: proxy}
 	s.Target = Target{
-		Name:   "the real kube-apiserver v1.36.4 on a three-member etcd (client-go and lab 05 informers on ConfigMaps and Pods)",
+		Name:   "the real kube-apiserver v1.37.0 on a three-member etcd (client-go and lab 05 informers on ConfigMaps and Pods)",
 		Config: cfg,
 		Faults: map[string]func(ctx context.Context) (string, []Write, error){
 			"compact": func(ctx context.Context) (string, []Write, error) {

@@ -138,9 +138,11 @@ func Run(ctx context.Context, t Target, cfg Config) (*History, error) {
 
 	// The end: a LIST, then the informers' caches once they hold it. At
 	// RV "" the LIST is a consistent read, which kube-apiserver serves
-	// from its watch cache since `ConsistentListFromCache` (GA and locked
-	// on since 1.34:
-	// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365). A
+	// from its watch cache wherever etcd reports progress
+	// (`ShouldDelegateConsistentRead`,
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1467-1472): the
+	// gate that turned this on, ConsistentListFromCache, was GA and locked
+	// on from 1.34 and is gone in 1.37. A
 	// write whose answer was lost can still be applied after the LIST: when
 	// a request times out, the apiserver answers 504 but its handler goes
 	// on (`NewTimeoutError`,

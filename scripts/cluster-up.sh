@@ -49,15 +49,22 @@ fi
 kubeconfig="$root/.cluster/kubeconfig"
 mkdir -p "$root/.cluster"
 # KIND_NODE_IMAGE and KIND_CONFIG from the environment win over the pinned
-# ones: KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.36.4 is the node image
-# scripts/kind-node-image.sh builds here; KIND_CONFIG is the kind config
-# (scripts/kind-e2e.sh passes testdata/kind-config-sandbox.yaml on the
-# course's sandbox).
+# ones: KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.37.0 is the node image
+# scripts/kind-node-image.sh builds here; KIND_CONFIG is the kind config.
+# That image has no kindnetd and brings a CNI config of its own, so without
+# KIND_CONFIG it gets testdata/kind-config-sandbox.yaml (kind's CNI off, and
+# the kubelet allowed on cgroup v1), kind's images testdata/kind-config.yaml.
 image_override=${KIND_NODE_IMAGE:-}
 # shellcheck source=../versions.env
 source "$root/versions.env"
 KIND_NODE_IMAGE=${image_override:-$KIND_NODE_IMAGE}
-kind_config=${KIND_CONFIG:-$root/testdata/kind-config.yaml}
+if [[ -n ${KIND_CONFIG:-} ]]; then
+  kind_config=$KIND_CONFIG
+elif [[ $KIND_NODE_IMAGE == listwatch-labs/kind-node:* ]]; then
+  kind_config=$root/testdata/kind-config-sandbox.yaml
+else
+  kind_config=$root/testdata/kind-config.yaml
+fi
 
 case "$mode" in
 embedded)
@@ -84,6 +91,18 @@ kind)
   fi
   if [[ -f "$root/.cluster/state.json" ]]; then
     echo "cluster-up: the embedded cluster is up; stop it first with scripts/cluster-down.sh" >&2
+    exit 1
+  fi
+  # On a cgroup v1 host the kubelet refuses to start unless its
+  # configuration sets failCgroupV1 to false, and kind does not set it. The
+  # default is true:
+  # `FailCgroupV1` k8s.io/kubernetes@v1.37.0/pkg/kubelet/apis/config/v1beta1/defaults.go:291-293;
+  # the refusal:
+  # `validateKubeletOSConfiguration` k8s.io/kubernetes@v1.37.0/pkg/kubelet/apis/config/validation/validation_linux.go:33-37. kind then fails after a minute or more
+  # with kubeadm's wait-control-plane timeout, and deletes the node whose
+  # journal holds the reason. So it is said here, before kind starts.
+  if [[ $(docker info --format '{{.CgroupVersion}}' 2>/dev/null) == 1 ]] && ! grep -Eq '^[[:space:]]*failCgroupV1: false' "$kind_config"; then
+    echo "cluster-up: this Docker engine's host runs cgroup v1, and the kubelet refuses to start on cgroup v1 unless its configuration says failCgroupV1: false, which $kind_config does not; kind would time out in kubeadm's wait-control-plane step. Use a host with cgroup v2, or set KIND_CONFIG to a kind config that patches the KubeletConfiguration as testdata/kind-config-sandbox.yaml does" >&2
     exit 1
   fi
   kind="$root/.cluster/bin/kind"

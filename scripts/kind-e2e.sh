@@ -21,11 +21,42 @@
 #      finds any cluster;
 #   7. scripts/cluster-down.sh, then a check that no kind container or
 #      network is left;
-#   8. a summary per lab: passed, skipped (with the reason), failed.
+#   8. a summary per lab: passed or failed, and each skipped test by name
+#      with the reason it gave (some of them skip on every target, not only
+#      on kind).
 # Its log is .cluster/kind-e2e/; the exit status is 0 only when every lab
-# passed and nothing was left behind.
+# passed and nothing was left behind. A Ctrl-C after the start removes the
+# cluster (scripts/cluster-down.sh) and exits 130; the Docker engine it
+# started runs on (scripts/sandbox-docker.sh starts it in a session of its
+# own).
+#
+#   scripts/kind-e2e.sh --skips LOG    only print the skipped tests of a
+#                                      `go test -v` LOG, as the summary does
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The skipped tests of a `go test -v` log, one a line: NAME: REASON. The
+# reason is a scenario's `skip 'REASON'` line that ran (the scenario ends
+# there; a conditional one not taken is followed by the next command), or a
+# Go test's first FILE.go:N: line, its t.Skip message. go test -v heads each
+# test's lines with === RUN/CONT/NAME.
+skip_reasons='
+/^=== (RUN|CONT|PAUSE|NAME) / { if (pending != "") reason[cur] = pending; pending = ""; cur = $3; next }
+/^[ \t]*--- SKIP: / { skipped[++n] = $3; next }
+pending != "" { if ($0 !~ /^[ \t]*> /) reason[cur] = pending; pending = "" }
+cur != "" && /^[ \t]*> \[[^]]*\] skip \047/ {
+  line = $0; sub(/^[^\047]*\047/, "", line); sub(/\047[ \t]*$/, "", line); gsub(/\047\047/, "\047", line); pending = line; next
+}
+cur != "" && !(cur in reason) && /^[ \t]+[a-z_]+\.go:[0-9]+: / && !/testscript\.go:/ {
+  line = $0; sub(/^[ \t]+[a-z_]+\.go:[0-9]+: /, "", line); reason[cur] = line
+}
+END {
+  if (pending != "") reason[cur] = pending
+  for (i = 1; i <= n; i++) print skipped[i] ": " (skipped[i] in reason ? reason[skipped[i]] : "(no reason printed; see the log)")
+}'
+if [[ ${1:-} == --skips ]]; then
+  awk "$skip_reasons" "${2:?usage: scripts/kind-e2e.sh --skips LOG}"
+  exit
+fi
 # shellcheck source=../versions.env
 source "$root/versions.env"
 logs="$root/.cluster/kind-e2e"
@@ -89,6 +120,10 @@ if [[ $int_status != 130 ]] || ! grep -q 'cluster-up: interrupted; removing the 
 fi
 say "Ctrl-C: cluster-up.sh said so, exited 130 and left no kind container, network or marker"
 
+# From here a cluster is up or starting: Ctrl-C removes it. (cluster-up.sh,
+# in this foreground process group, gets the same SIGINT and removes a
+# half-made one itself; cluster-down.sh then finds nothing to stop.)
+trap 'trap "" INT TERM; echo; say "interrupted; stopping the kind cluster"; down; exit 130' INT TERM
 up_start=$(date +%s)
 "$root/scripts/cluster-up.sh" kind 2>&1 | tee "$logs/cluster-up.log"
 up_status=${PIPESTATUS[0]}
@@ -110,20 +145,6 @@ fi
 
 declare -A result
 failed=0
-skip_reasons='
-/^=== (RUN|CONT|PAUSE|NAME) / { if (pending != "") reason[cur] = pending; pending = ""; cur = $3; next }
-/^[ \t]*--- SKIP: / { skipped[++n] = $3; next }
-pending != "" { if ($0 !~ /^[ \t]*> /) reason[cur] = pending; pending = "" }
-cur != "" && /^[ \t]*> \[[^]]*\] skip \047/ {
-  line = $0; sub(/^[^\047]*\047/, "", line); sub(/\047[ \t]*$/, "", line); gsub(/\047\047/, "\047", line); pending = line; next
-}
-cur != "" && !(cur in reason) && /^[ \t]+[a-z_]+\.go:[0-9]+: / && !/testscript\.go:/ {
-  line = $0; sub(/^[ \t]+[a-z_]+\.go:[0-9]+: /, "", line); reason[cur] = line
-}
-END {
-  if (pending != "") reason[cur] = pending
-  for (i = 1; i <= n; i++) print (skipped[i] in reason ? reason[skipped[i]] : "(no reason printed; see the log)")
-}'
 # The narrated demos (`scripts/labs run NN`), as a learner runs them, on
 # kind: lab 01's LISTs with curl, which on kind needs the kubeconfig's
 # client certificate instead of a token. (Lab 04 has no demo.)
@@ -144,12 +165,8 @@ for lab in "$root"/labs/*/; do
   say "go test ./... in labs/$name"
   (cd "$lab" && go test -count=1 -v ./... >"$logs/$name.log" 2>&1)
   status=$?
-  # The skipped tests, and the reason each gave: a scenario's `skip 'REASON'`
-  # line that ran (the scenario ends there; a conditional one not taken is
-  # followed by the next command), or a Go test's first FILE.go:N: line, its
-  # t.Skip message. go test -v heads each test's lines with === RUN/CONT/NAME.
   skips=$(grep -cE '^\s*--- SKIP' "$logs/$name.log")
-  reasons=$(awk "$skip_reasons" "$logs/$name.log" | sort -u)
+  reasons=$(awk "$skip_reasons" "$logs/$name.log" | sort)
   if [[ $status == 0 ]]; then
     result[$name]="passed"
   else
@@ -157,7 +174,7 @@ for lab in "$root"/labs/*/; do
     failed=1
   fi
   if [[ $skips != 0 ]]; then
-    result[$name]+=", $skips skipped, because:"$'\n'"$(sed 's/^ */      /' <<<"$reasons")"
+    result[$name]+=", $skips skipped:"$'\n'"$(sed 's/^ */      /' <<<"$reasons")"
   fi
 done
 if ! kind_answers; then

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # scripts/kind-node-image.sh: build the kind node image
-# listwatch-labs/kind-node:v1.36.4 here, from the course's pinned sources,
-# with no container registry: for machines that cannot pull kind's
-# published image (the course's own CI sandbox). A learner with Docker and
-# internet does not need it: scripts/cluster-up.sh kind uses kind's image,
-# KIND_NODE_IMAGE in versions.env. KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.36.4
-# selects this one.
+# listwatch-labs/kind-node:KUBERNETES_VERSION (v1.37.0) here, from the
+# course's pinned sources, with no container registry: for machines that
+# cannot pull kind's published image (the course's own CI sandbox). A
+# learner with Docker and internet does not need it: scripts/cluster-up.sh
+# kind uses kind's image, KIND_NODE_IMAGE in versions.env.
+# KIND_NODE_IMAGE=listwatch-labs/kind-node:v1.37.0 selects this one, and
+# scripts/cluster-up.sh then starts it with testdata/kind-config-sandbox.yaml.
+#
+# What it needs, checked before anything is compiled: a Docker engine,
+# root (mmdebstrap --mode=root and chroot), mmdebstrap, jq, and gcc with a
+# static C library (pause.c). On Debian: apt-get install mmdebstrap jq gcc
+# libc6-dev. The first build compiles Kubernetes, etcd, CoreDNS and
+# containerd: 39 minutes on the course's 2-core sandbox (measured at
+# Kubernetes 1.36, with other tests running); each `go build` prints its
+# progress every 200 packages.
 #
 # What goes in, each from a pinned source:
 #   - a Debian bookworm root file system with systemd and the node's tools
@@ -56,17 +65,31 @@ command -v docker >/dev/null && docker info >/dev/null 2>&1 || {
   echo "kind-node-image: no Docker engine answers (docker info failed); start one first (on the course's sandbox: scripts/sandbox-docker.sh)" >&2
   exit 1
 }
-command -v mmdebstrap >/dev/null || {
-  echo "kind-node-image: needs mmdebstrap (Debian: apt-get install mmdebstrap)" >&2
-  exit 1
-}
 
 inputs=$(cat <(grep -v '^[[:space:]]*#' "$0") "$root/versions.env" "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum | sha256sum | cut -c1-16)
 if [[ "$(docker image inspect "$image" --format '{{index .Config.Labels "listwatch-labs.inputs"}}' 2>/dev/null)" == "$inputs" ]]; then
   say "$image is up to date (inputs $inputs)"
   exit 0
 fi
-say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd, CoreDNS and containerd: many minutes on 2 cores"
+
+# Everything a build needs, checked now, not after half an hour of
+# compiling: mmdebstrap and chroot need root, jq edits containerd's OCI
+# spec, gcc compiles pause.c static (which needs libc.a: libc6-dev).
+missing=() packages=()
+[[ $(id -u) == 0 ]] || missing+=("root (mmdebstrap --mode=root and chroot)")
+command -v mmdebstrap >/dev/null || { missing+=(mmdebstrap); packages+=(mmdebstrap); }
+command -v jq >/dev/null || { missing+=(jq); packages+=(jq); }
+if ! command -v gcc >/dev/null; then
+  missing+=(gcc); packages+=(gcc libc6-dev)
+elif ! gcc -static -x c -o /dev/null - <<<'int main(void) { return 0; }' >/dev/null 2>&1; then
+  missing+=("a static C library for gcc -static"); packages+=(libc6-dev)
+fi
+if ((${#missing[@]})); then
+  printf -v list '%s, ' "${missing[@]}"
+  echo "kind-node-image: needs ${list%, }${packages[*]:+ (Debian: apt-get install ${packages[*]})}; nothing was built" >&2
+  exit 1
+fi
+say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd, CoreDNS and containerd: about 40 minutes on 2 cores"
 
 modcache=$(go env GOMODCACHE)
 kube_src="$modcache/k8s.io/kubernetes@$KUBERNETES_VERSION"
@@ -76,7 +99,7 @@ kind_files="$modcache/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
 
 # 1. The programs. Versions are stamped as Kubernetes' own build does
 # (hack/lib/version.sh sets these variables), so kubeadm and the kubelet
-# report v1.36.4.
+# report KUBERNETES_VERSION.
 v=${KUBERNETES_VERSION#v}
 ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -89,7 +112,25 @@ build() { # module, output name, package, [tags], [more ldflags]
     return
   fi
   say "go build $pkg"
-  (cd "$root/kindnode/$mod" && GOWORK=off CGO_ENABLED=0 go build -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg")
+  # -v names each package as it is compiled (cached ones are skipped): the
+  # progress meter, as in scripts/build-labcluster.sh. The link after the
+  # main package prints nothing for a minute or so.
+  (
+    cd "$root/kindnode/$mod"
+    export GOWORK=off CGO_ENABLED=0
+    total=$(go list -tags "$tags" -deps "$pkg" | wc -l)
+    go build -v -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg" 2>&1 | {
+      n=0
+      while IFS= read -r line; do
+        case "$line" in
+          "$pkg") say "  compiled $((n + 1)) packages; linking $out" ;;
+          *" "* | *:* | "#"*) echo "$line" >&2 ;; # a compiler message
+          *) n=$((n + 1))
+             if ((n % 200 == 0)); then say "  compiled $n packages (of at most $total)"; fi ;;
+        esac
+      done
+    }
+  )
   echo "$stamp" >"$bin/$out.stamp"
 }
 for c in kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
@@ -244,6 +285,8 @@ say "preloading the images into the node's containerd"
 cid=$(docker run -d --privileged --entrypoint sleep "$base" infinity)
 trap 'rm -rf "$node"; docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
 docker cp "$images_tar" "$cid:/kind/images.tar"
+# The tar (600 MB or more) is made afresh by every build and read only here.
+rm -f "$images_tar"
 docker exec -d "$cid" sh -c 'containerd >/var/log/containerd-build.log 2>&1'
 for _ in $(seq 1 60); do docker exec "$cid" ctr version >/dev/null 2>&1 && break; sleep 1; done
 docker exec "$cid" ctr --namespace=k8s.io images import --all-platforms --no-unpack --digests /kind/images.tar >/dev/null

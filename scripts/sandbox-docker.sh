@@ -8,7 +8,10 @@
 # What such a machine needs, and why, line by line below:
 #   1. Debian's docker.io package (dockerd, containerd, runc), installed
 #      without letting its maintainer scripts start the service: the
-#      sandbox has no init system to start it under.
+#      sandbox has no init system to start it under; with it, what
+#      scripts/kind-node-image.sh needs besides Docker (mmdebstrap, jq, and
+#      gcc with a static C library), so that scripts/kind-e2e.sh runs on a
+#      fresh sandbox.
 #   2. A wrapper around runc. The VM's capability bounding set lacks
 #      CAP_SYS_RESOURCE, so a --privileged container (a kind node is one)
 #      asks runc for a capability the kernel will not grant, and runc fails
@@ -16,8 +19,11 @@
 #      drops, from the container's OCI config, every capability that is not
 #      in this machine's bounding set, and then runs the real runc.
 #   3. dockerd, started in the background with that wrapper as its default
-#      runtime, its log in .cluster/dockerd.log; the script waits until
-#      `docker info` answers, or says why not.
+#      runtime, its log in .cluster/dockerd.log, in a session of its own
+#      (setsid): a Ctrl-C in the terminal that ran this script (or
+#      scripts/kind-e2e.sh) goes to that terminal's foreground process group,
+#      and dockerd must not be in it. The script waits until `docker info`
+#      answers, or says why not.
 # The host is cgroup v1; what the kubelet then needs is in
 # testdata/kind-config-sandbox.yaml, not here.
 set -euo pipefail
@@ -38,6 +44,9 @@ fi
 need=()
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v jq >/dev/null || need+=(jq)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v gcc >/dev/null || need+=(gcc)
+[[ -f /usr/lib/$(uname -m)-linux-gnu/libc.a ]] || need+=(libc6-dev) # for gcc -static
 if ((${#need[@]})); then
   echo "sandbox-docker: installing ${need[*]} from Debian"
   printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
@@ -93,8 +102,13 @@ exec $real_runc "\$@"
 EOF
 chmod 755 /usr/local/bin/runc-sandbox
 
-# 3. dockerd with the wrapper as its default runtime.
+# 3. dockerd with the wrapper as its default runtime. A daemon.json of
+# another's (a Docker installed but stopped) is kept beside it.
 mkdir -p /etc/docker
+if [[ -f /etc/docker/daemon.json ]] && ! grep -q runc-sandbox /etc/docker/daemon.json; then
+  cp /etc/docker/daemon.json /etc/docker/daemon.json.before-sandbox-docker
+  echo "sandbox-docker: replacing /etc/docker/daemon.json (kept as /etc/docker/daemon.json.before-sandbox-docker)"
+fi
 cat >/etc/docker/daemon.json <<'EOF'
 {
   "runtimes": {"runc-sandbox": {"path": "/usr/local/bin/runc-sandbox"}},
@@ -102,7 +116,7 @@ cat >/etc/docker/daemon.json <<'EOF'
 }
 EOF
 echo "sandbox-docker: starting dockerd (log: .cluster/dockerd.log)"
-nohup dockerd >"$root/.cluster/dockerd.log" 2>&1 &
+setsid nohup dockerd >"$root/.cluster/dockerd.log" 2>&1 </dev/null &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     echo "sandbox-docker: Docker $(docker version --format '{{.Server.Version}}') answers (storage driver: $(docker info --format '{{.Driver}}'), cgroup $(docker info --format '{{.CgroupVersion}}'))"

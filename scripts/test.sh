@@ -223,7 +223,7 @@ fi
 # the checksums of modules no build needs).
 step_start=$SECONDS; cpu_ticks; cpu0=$cpu
 echo "test.sh: downloading every module the run needs (go mod download; seconds when cached)"
-for m in $(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work) cluster kindnode/*/; do
+for m in $(sed -n 's#^[[:space:]]*\./\([^[:space:]]*\).*#\1#p' go.work) cluster kindnode/*/ labs/04-cacher/etcd3/testdata/etcd-3.6; do
   # go mod tidy also loads the tests of the dependencies' packages, from
   # modules go mod download leaves out: -diff changes nothing, and fetches
   # them now rather than in the middle of a module's log (its verdict comes

@@ -1,10 +1,13 @@
 package kindpath
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -41,15 +44,25 @@ func quoted(t *testing.T, file, name string) string {
 // required is the version kindnode/MOD/go.mod requires of path.
 func required(t *testing.T, mod, path string) string {
 	t.Helper()
+	v, ok := requiredIf(t, mod, path)
+	if !ok {
+		t.Fatalf("kindnode/%s/go.mod does not require %s", mod, path)
+	}
+	return v
+}
+
+// requiredIf is the version kindnode/MOD/go.mod requires of path, if any.
+func requiredIf(t *testing.T, mod, path string) (string, bool) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "kindnode", mod, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(path) + ` (v\S+)`).FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("kindnode/%s/go.mod does not require %s", mod, path)
+		return "", false
 	}
-	return string(m[1])
+	return string(m[1]), true
 }
 
 // TestKindNodeModulesPinWhatTheyClaim: the node image built here
@@ -59,7 +72,8 @@ func required(t *testing.T, mod, path string) string {
 // for (DefaultEtcdVersion, CoreDNSVersion in cmd/kubeadm/app/constants);
 // containerd and crictl at the versions kind's own base image builds
 // (CONTAINERD_VERSION, CRICTL_VERSION in images/base/Dockerfile of the kind
-// module at KIND_VERSION). A `go get` that moves one of them fails here.
+// module at KIND_VERSION), containerd with the Kubernetes libraries its own
+// go.mod takes. A `go get` that moves one of them fails here.
 func TestKindNodeModulesPinWhatTheyClaim(t *testing.T) {
 	v := versions(t)
 	kubeadm := filepath.Join(moduleDir(t, "k8s.io/kubernetes"), "cmd", "kubeadm", "app", "constants", "constants.go")
@@ -75,5 +89,112 @@ func TestKindNodeModulesPinWhatTheyClaim(t *testing.T) {
 		if got := required(t, c.mod, c.path); got != c.want {
 			t.Errorf("kindnode/%s requires %s %s; %s is %s", c.mod, c.path, got, c.from, c.want)
 		}
+	}
+
+	// containerd is built with the Kubernetes libraries its own go.mod
+	// takes, as kind's base image builds it: k8s.io/cri-api v0.37.0 renamed
+	// the Signal values containerd v2.3.4 uses, so 1.37's do not build.
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.GoMod}}", "github.com/containerd/containerd/v2")
+	cmd.Dir = filepath.Join(repoRoot(t), "kindnode", "containerd")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m containerd: %v", err)
+	}
+	own, err := os.ReadFile(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range regexp.MustCompile(`(?m)^\s*(k8s\.io/\S+) (v\S+)`).FindAllSubmatch(own, -1) {
+		path, want := string(m[1]), string(m[2])
+		if got, ok := requiredIf(t, "containerd", path); ok {
+			n++
+			if got != want {
+				t.Errorf("kindnode/containerd requires %s %s; containerd's own go.mod takes %s", path, got, want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("kindnode/containerd requires none of the k8s.io modules containerd's go.mod takes")
+	}
+}
+
+// TestKindNodeImageChecksFirst: scripts/kind-node-image.sh names everything
+// a build lacks (root, mmdebstrap, jq, gcc with a static C library) at once,
+// with the Debian packages to install, and stops before it compiles
+// anything: a fake go on PATH records any call, and none comes. PATH holds
+// only the tools the script uses before its check, and a fake docker whose
+// engine answers and has no image.
+func TestKindNodeImageChecksFirst(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("runs a bash script with Linux tools")
+	}
+	root := t.TempDir()
+	for _, f := range []string{"scripts/kind-node-image.sh", "versions.env"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, f), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "kindnode", "kube"), 0o755)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		os.WriteFile(filepath.Join(root, "kindnode", "kube", f), nil, 0o644)
+	}
+	calls := filepath.Join(t.TempDir(), "go-calls")
+	bare := t.TempDir()
+	for _, tool := range []string{"dirname", "mkdir", "date", "cat", "grep", "sha256sum", "cut", "id"} {
+		path, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(path, filepath.Join(bare, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFake(t, bare, "docker", `[ "$1" = info ] && exit 0; exit 1 # an engine with no images`)
+	writeFake(t, bare, "go", `echo "go $*" >> '`+calls+`'; exit 1`)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, int) {
+		cmd := exec.Command(bash, filepath.Join(root, "scripts", "kind-node-image.sh"))
+		cmd.Env = append(os.Environ(), "PATH="+bare)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return out.String(), cmd.ProcessState.ExitCode()
+	}
+	asRoot := ""
+	if os.Getuid() != 0 {
+		asRoot = "root (mmdebstrap --mode=root and chroot), "
+	}
+
+	out, code := run()
+	want := "kind-node-image: needs " + asRoot + "mmdebstrap, jq, gcc (Debian: apt-get install mmdebstrap jq gcc libc6-dev); nothing was built\n"
+	if code != 1 || out != want {
+		t.Errorf("with none of them: exit %d, output\n%s\nwant exit 1 and\n%s", code, out, want)
+	}
+
+	// mmdebstrap and jq there, and a gcc that cannot link static.
+	writeFake(t, bare, "mmdebstrap", "exit 0")
+	writeFake(t, bare, "jq", "exit 0")
+	writeFake(t, bare, "gcc", `echo "/usr/bin/ld: cannot find -lc" >&2; exit 1`)
+	out, code = run()
+	want = "kind-node-image: needs " + asRoot + "a static C library for gcc -static (Debian: apt-get install libc6-dev); nothing was built\n"
+	if code != 1 || out != want {
+		t.Errorf("with gcc but no libc.a: exit %d, output\n%s\nwant exit 1 and\n%s", code, out, want)
+	}
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Errorf("go ran before the check failed:\n%s", b)
 	}
 }

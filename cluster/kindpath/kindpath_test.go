@@ -358,10 +358,61 @@ func TestClusterUpKindNamesPinnedImage(t *testing.T) {
 	})
 	t.Run("overridden", func(t *testing.T) {
 		root := scriptRoot(t)
-		config := filepath.Join(root, "testdata", "kind-config-sandbox.yaml")
+		config := filepath.Join(root, "testdata", "kind-config.yaml")
 		clusterUpRunsKind(t, root, "listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], config,
 			"KIND_NODE_IMAGE=listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], "KIND_CONFIG="+config)
 	})
+	// The image built here has no kindnetd: without KIND_CONFIG it gets the
+	// sandbox's config, which turns kind's CNI off.
+	t.Run("built here", func(t *testing.T) {
+		root := scriptRoot(t)
+		clusterUpRunsKind(t, root, "listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], filepath.Join(root, "testdata", "kind-config-sandbox.yaml"),
+			"KIND_NODE_IMAGE=listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"])
+	})
+}
+
+// TestClusterUpKindOnCgroupV1: where the Docker engine's host runs cgroup v1
+// (a fake docker whose `info --format {{.CgroupVersion}}` says 1), the
+// kubelet would refuse to start under testdata/kind-config.yaml, and kind
+// would time out a minute later with the reason gone with its node: the
+// script says why at once, with status 1, before kind is installed or run.
+// With the sandbox's config (failCgroupV1: false) it starts kind.
+func TestClusterUpKindOnCgroupV1(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("runs a bash script")
+	}
+	root := scriptRoot(t)
+	fakes := t.TempDir()
+	writeFake(t, fakes, "docker", `[ "$1" = info ] || { echo "fake docker: only info answers" >&2; exit 1; }
+case "$*" in *CgroupVersion*) echo 1 ;; esac
+exit 0
+`)
+	stdout, stderr, code := runClusterUp(t, root, fakes)
+	const want = "cluster-up: this Docker engine's host runs cgroup v1, and the kubelet refuses to start on cgroup v1 unless its configuration says failCgroupV1: false"
+	if code != 1 || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "kind-config-sandbox.yaml") || stdout != "" {
+		t.Errorf("exit %d\nstderr %q\nstdout %q\nwant exit 1, stderr starting %q and naming the sandbox config", code, stderr, stdout, want)
+	}
+	for _, f := range []string{".cluster/kind", ".cluster/kubeconfig", ".cluster/bin/kind"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			t.Errorf("%s exists after a refused start", f)
+		}
+	}
+
+	args := filepath.Join(t.TempDir(), "kind-args")
+	if err := os.MkdirAll(filepath.Join(root, ".cluster", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFake(t, filepath.Join(root, ".cluster", "bin"), "kind", `[ "$1" = get ] && exit 0
+for a in "$@"; do echo "$a"; done > '`+args+`'
+while [ $# -gt 0 ]; do [ "$1" = --kubeconfig ] && echo "fake kubeconfig" > "$2"; shift; done
+`)
+	config := filepath.Join(root, "testdata", "kind-config-sandbox.yaml")
+	if _, stderr, code := runClusterUp(t, root, fakes, "KIND_CONFIG="+config); code != 0 {
+		t.Fatalf("with KIND_CONFIG=%s: exit %d\n%s", config, code, stderr)
+	}
+	if b, err := os.ReadFile(args); err != nil || !strings.Contains(string(b), "\n"+config+"\n") {
+		t.Errorf("kind ran with %q (%v); want --config %s", b, err, config)
+	}
 }
 
 func clusterUpRunsKind(t *testing.T, root, image, config string, env ...string) {

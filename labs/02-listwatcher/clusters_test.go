@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -15,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/listwatch-labs/listwatch-labs/labkit"
 	"github.com/listwatch-labs/listwatch-labs/labs/02-listwatcher/listwatcher"
@@ -86,7 +89,7 @@ func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
 }
 
 // TestDifferential runs one scenario through our ListWatch and through
-// client-go's cache.NewListWatchFromClient against the same cluster: the same
+// client-go's cache.NewFilteredListWatchFromClient against the same cluster: the same
 // list at the same resourceVersion, then two watches from it seeing the same
 // changes. The transcripts must be identical, and say what we expect.
 func TestDifferential(t *testing.T) {
@@ -161,7 +164,7 @@ DELETED ConfigMap b rv5 data.color=red
 }
 
 // TestReflector runs client-go's own Reflector on our ListWatch. In client-go
-// v0.36 the Reflector uses the streaming list by default (WatchListClient),
+// v0.37 the Reflector uses the streaming list by default (WatchListClient),
 // so this drives our Watch with sendInitialEvents. Its store must end up
 // equal to a fresh LIST, through creates, updates and deletes made before
 // and while it runs.
@@ -271,7 +274,7 @@ func (r *recordingListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	return r.ListWatch.WatchWithContext(ctx, opts)
 }
 
-// TestConsistentListFromCache: at v1.36 a LIST with resourceVersion "" (a
+// TestConsistentListFromCache: at v1.37 a LIST with resourceVersion "" (a
 // consistent read) is served from the apiserver's watch cache, once the
 // cache has caught up with etcd's current revision, not from etcd. The
 // apiserver counts such reads in the metric
@@ -338,4 +341,91 @@ func consistentReadsFromCache(t *testing.T, resource string) float64 {
 	}
 	t.Fatalf("no apiserver_watch_cache_consistent_read_total for %s, success, no fallback, in /metrics", resource)
 	return 0
+}
+
+// gzipSeen records, for each response, whether Go's transport decompressed
+// it (the server sent Content-Encoding: gzip to the transport's own
+// Accept-Encoding).
+type gzipSeen struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen map[string]bool // query -> Uncompressed
+}
+
+func (g *gzipSeen) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := g.next.RoundTrip(req)
+	if err == nil {
+		g.mu.Lock()
+		g.seen[req.URL.RawQuery] = resp.Uncompressed
+		g.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestWatchListArrivesGzip: since 1.37 the real apiserver answers a
+// watch-list (sendInitialEvents=true, allowWatchBookmarks=true) with gzip
+// when the request accepts it (gate WatchListCompression, beta, on). Our
+// ListWatch leaves Accept-Encoding to Go's transport, which asks for gzip
+// and decompresses: the watch-list arrives gzip and decodes as usual, up to
+// the initial-events-end bookmark; a watch from a resourceVersion is plain.
+func TestWatchListArrivesGzip(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	client, ns := newNamespace(t)
+	ctx := context.Background()
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, configMap("one", "blue"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := listwatcher.New(labkit.Current().Config, "configmaps", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &gzipSeen{next: lw.Client.Transport, seen: map[string]bool{}}
+	lw.Client = &http.Client{Transport: seen}
+	defer utilnet.CloseIdleConnectionsFor(seen.next)
+
+	timeout := int64(30)
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{
+		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks: true, TimeoutSeconds: &timeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var endRV string
+	for ev := range w.ResultChan() {
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == watch.Bookmark && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			endRV = m.GetResourceVersion()
+			break
+		}
+		got = append(got, string(ev.Type)+" "+m.GetName())
+	}
+	w.Stop()
+	if endRV == "" || strings.Join(got, ",") != "ADDED one" {
+		t.Fatalf("initial events %q, end bookmark at %q; want [ADDED one] and a bookmark", got, endRV)
+	}
+
+	timeout = 1
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: endRV, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range w.ResultChan() {
+	}
+	w.Stop()
+
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if len(seen.seen) != 2 {
+		t.Fatalf("requests seen: %v", seen.seen)
+	}
+	for query, uncompressed := range seen.seen {
+		if watchList := strings.Contains(query, "sendInitialEvents=true"); uncompressed != watchList {
+			t.Errorf("%s: decompressed by the transport %v, want %v (gzip only for the watch-list)", query, uncompressed, watchList)
+		}
+	}
 }

@@ -34,8 +34,9 @@ type UpRef struct {
 
 // The versions the course is pinned to (versions.env).
 const (
-	k8sVersion     = "v1.36.4"
-	stagingVersion = "v0.36.4"
+	k8sVersion     = "v1.37.0"
+	stagingVersion = "v0.37.0"
+	etcdVersion    = "v3.7.0"
 )
 
 // URL is the pinned GitHub address of the function's lines: the k8s.io
@@ -74,7 +75,7 @@ var steps = []PathHop{
 		Course: "lab 04's etcd3 store: until etcd's reply or its watch event, the first to arrive",
 		Lab:    []LabRef{{"labs/04-cacher/etcd3/store.go", "Store.Create", "func (s *Store) Create("}},
 		Upstream: []UpRef{{apiserverMod, "pkg/storage/etcd3/store.go", "store.Create",
-			"func (s *store) Create(", 274, 339}},
+			"func (s *store) Create(", 284, 349}},
 	},
 	{
 		Name: "etcd -> Cacher", From: "etcd", To: "Cacher",
@@ -86,8 +87,8 @@ var steps = []PathHop{
 			{"labs/04-cacher/cacher/reflector.go", "Cacher.watchOnce", "func (c *Cacher) watchOnce("},
 		},
 		Upstream: []UpRef{
-			{apiserverMod, "pkg/storage/etcd3/watcher.go", "watchChan.startWatching", "func (wc *watchChan) startWatching(", 355, 438},
-			{apiserverMod, "pkg/storage/cacher/watch_cache.go", "watchCache.processEvent", "func (w *watchCache) processEvent(", 283, 357},
+			{apiserverMod, "pkg/storage/etcd3/watcher.go", "watchChan.startWatching", "func (wc *watchChan) startWatching(", 444, 527},
+			{apiserverMod, "pkg/storage/cacher/watch_cache.go", "watchCache.processEvent", "func (w *watchCache) processEvent(", 211, 287},
 		},
 	},
 	{
@@ -100,19 +101,19 @@ var steps = []PathHop{
 			{"labs/04-cacher/cacher/cache_watcher.go", "cacheWatcher.process", "func (c *cacheWatcher) process("},
 		},
 		Upstream: []UpRef{
-			{apiserverMod, "pkg/storage/cacher/cacher.go", "Cacher.dispatchEvent", "func (c *Cacher) dispatchEvent(", 978, 1045},
-			{apiserverMod, "pkg/storage/cacher/cache_watcher.go", "cacheWatcher.processInterval", "func (c *cacheWatcher) processInterval(", 436, 518},
+			{apiserverMod, "pkg/storage/cacher/cacher.go", "Cacher.dispatchEvent", "func (c *Cacher) dispatchEvent(", 996, 1063},
+			{apiserverMod, "pkg/storage/cacher/cache_watcher.go", "cacheWatcher.processInterval", "func (c *cacheWatcher) processInterval(", 450, 532},
 		},
 	},
 	{
 		Name: "WatchServer -> ListWatch", From: "WatchServer", To: "ListWatch",
 		Short:  "the HTTP frame",
-		What:   "HTTP: the WatchServer encodes the event as one JSON frame, writes and flushes it on the watch response (an HTTP/2 stream); the client reads the bytes.",
+		What:   "HTTP: the WatchServer encodes the event as one JSON frame, writes and flushes it on the watch response (an HTTP/2 stream); the client reads the bytes. Since 1.37 kube-apiserver, and lab 03's server with it, gzips a watch that began with sendInitialEvents=true and allowWatchBookmarks=true, as an informer's does, when the client accepts gzip, one gzip member per flush; Go's transport asks for gzip and unpacks it before the trace reads the body.",
 		Course: "the bytes of the frame read from the response body",
 		Real:   "the bytes of the frame read from the response body",
 		Lab:    []LabRef{{"labs/03-watchserver/watchserver/watchserver.go", "WatchServer.HandleHTTP", "func (s *WatchServer) HandleHTTP("}},
 		Upstream: []UpRef{{apiserverMod, "pkg/endpoints/handlers/watch.go", "WatchServer.HandleHTTP",
-			"func (s *WatchServer) HandleHTTP(", 241, 347}},
+			"func (s *WatchServer) HandleHTTP(", 362, 481}},
 	},
 	{
 		Name: "ListWatch -> Reflector", From: "ListWatch", To: "Reflector",
@@ -154,7 +155,7 @@ var steps = []PathHop{
 		},
 		Upstream: []UpRef{
 			{clientGoMod, "tools/cache/the_real_fifo.go", "RealFIFO.PopBatch", "func (f *RealFIFO) PopBatch(", 486, 583},
-			{clientGoMod, "tools/cache/controller.go", "processDeltasInBatch", "func processDeltasInBatch(", 676, 754},
+			{clientGoMod, "tools/cache/controller.go", "processDeltasInBatch", "func processDeltasInBatch(", 892, 970},
 		},
 	},
 	{
@@ -165,7 +166,7 @@ var steps = []PathHop{
 		Real:   "the handler's OnAdd (client-go's processorListener)",
 		Lab:    []LabRef{{"labs/05-informer/informer/processor_listener.go", "processorListener.run", "func (p *processorListener) run("}},
 		Upstream: []UpRef{{clientGoMod, "tools/cache/shared_informer.go", "processorListener.run",
-			"func (p *processorListener) run(", 1330, 1372}},
+			"func (p *processorListener) run(", 1478, 1521}},
 	},
 }
 

@@ -184,7 +184,7 @@ ul.why li { margin: 6px 0; max-width: 1040px; }
 	if hides {
 		b.WriteString("<div class=\"sw\"><div class=\"hide\" style=\"left:0;width:80px;top:2px\"></div></div><div><b>Hidden</b>: inside kube-apiserver. Its etcd write, its watch cache and its WatchServer cannot be timed from outside. The real stack's first bar therefore covers all of them, from the POST to the first bytes of the watch frame.</div>\n")
 	}
-	b.WriteString("<div><b>lab</b> / <b>upstream</b></div><div><b>lab</b> opens the course's code for a step in this repository. <b>upstream</b> opens the same step in Kubernetes v1.36.4, at the lines of the function.</div>\n</div>\n")
+	b.WriteString("<div><b>lab</b> / <b>upstream</b></div><div><b>lab</b> opens the course's code for a step in this repository. <b>upstream</b> opens the same step in Kubernetes " + k8sVersion + ", at the lines of the function.</div>\n</div>\n")
 
 	// The table: one row per step.
 	b.WriteString("<h2>Hop by hop</h2>\n<table>\n<tr><th>#</th><th>step</th>")

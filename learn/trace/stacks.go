@@ -110,7 +110,7 @@ func splitEtcd(run *stackRun) {
 		}
 		s["apiserver -> etcd"] = first
 	}
-	run.Notes = append(run.Notes, fmt.Sprintf("Steps 2 and 3: etcd sends its reply to the write and the watch event for it at the same moment, when the write commits. "+
+	run.Notes = append(run.Notes, fmt.Sprintf("Steps 2 and 3: etcd sends its reply to the write and the watch event for it at about the same moment, when the write is applied (after it commits). "+
 		"In %d of %d writes the event reached the Cacher first, before the reply reached the etcd3 store. "+
 		"Step 2 ends at whichever came first, and step 3 is how much later the event came (0 when it came first).", eventFirst, len(run.Samples)))
 }

@@ -235,8 +235,8 @@ func TestTracePageContent(t *testing.T) {
 		last = i
 	}
 	href := regexp.MustCompile(`href="([^"]+)"`)
-	github := regexp.MustCompile(`^https://github\.com/kubernetes/kubernetes/blob/v1\.36\.4/(staging/src/(k8s\.io/[a-z-]+)/)?([^#]+)#L(\d+)(?:-L(\d+))?$`)
-	etcd := regexp.MustCompile(`^https://github\.com/etcd-io/etcd/blob/v3\.6\.8/()()server/([^#]+)#L(\d+)(?:-L(\d+))?$`)
+	github := regexp.MustCompile(`^https://github\.com/kubernetes/kubernetes/blob/` + regexp.QuoteMeta(k8sVersion) + `/(staging/src/(k8s\.io/[a-z-]+)/)?([^#]+)#L(\d+)(?:-L(\d+))?$`)
+	etcd := regexp.MustCompile(`^https://github\.com/etcd-io/etcd/blob/` + regexp.QuoteMeta(etcdVersion) + `/()()server/([^#]+)#L(\d+)(?:-L(\d+))?$`)
 	code := regexp.MustCompile(`<code>([A-Za-z_][A-Za-z0-9_.]*)</code>`)
 	links := href.FindAllStringSubmatchIndex(doc, -1)
 	if len(links) < 2*len(steps) {
@@ -260,10 +260,10 @@ func TestTracePageContent(t *testing.T) {
 			module, version = "k8s.io/kubernetes", k8sVersion
 		default:
 			if m = etcd.FindStringSubmatch(target); m == nil {
-				t.Errorf("link %s is not a pinned kubernetes v1.36.4 or etcd v3.6.8 line link", target)
+				t.Errorf("link %s is not a pinned kubernetes %s or etcd %s line link", target, k8sVersion, etcdVersion)
 				continue
 			}
-			module, version = "go.etcd.io/etcd/server/v3", "v3.6.8"
+			module, version = "go.etcd.io/etcd/server/v3", etcdVersion
 		}
 		lines := readLines(t, filepath.Join(cache, module+"@"+version, m[3]))
 		start, _ := strconv.Atoi(m[4])

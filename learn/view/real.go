@@ -7,10 +7,11 @@ package main
 // cache from its /metrics: what can be seen of the real layers from outside,
 // next to the course's twins seen from inside.
 //
-// Upstream counterparts: the informer is k8s.io/client-go@v0.36.4
+// Upstream counterparts: the informer is k8s.io/client-go@v0.37.0
 // tools/cache (shared_informer.go, reflector.go, the FIFO), unchanged; the
-// metrics are those of k8s.io/apiserver@v0.36.4
-// pkg/storage/cacher/metrics/metrics.go and pkg/endpoints/metrics/metrics.go.
+// metrics are those of k8s.io/apiserver@v0.37.0
+// pkg/storage/cacher/metrics/metrics.go, pkg/storage/metrics/metrics.go and
+// pkg/endpoints/metrics/metrics.go.
 // Left out: the real cluster's compaction and restart (the buttons act on the
 // course's stack only: the real etcd and kube-apiserver belong to the
 // learner's cluster, which other labs use).
@@ -108,12 +109,20 @@ type realMetric struct {
 // and the rest of the cacher's metrics,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:75-279
 // (three of them, watch_cache_capacity*, have no "apiserver_" namespace
-// there) and pkg/endpoints/metrics/metrics.go:85-93,170-178. Where each is
-// counted: events_received_total in watchCache.processEvent
-// (pkg/storage/cacher/watch_cache.go:284), events_dispatched_total for
-// every event the dispatcher takes in, the storage's bookmarks too, which
-// it does not pass on (cacher.go:910-928), initializations_total when
-// the cache is replaced by its reflector's list (cacher.go:486-491).
+// there), pkg/endpoints/metrics/metrics.go:85-93,155-163, and the LIST
+// counter `listStorageCount`, pkg/storage/metrics/metrics.go:33-40. Where
+// each is counted: events_received_total in watchCache.processEvent
+// (`EventsReceivedCounter`, pkg/storage/cacher/watch_cache.go:219),
+// events_dispatched_total for every event the dispatcher takes in, the
+// storage's bookmarks too, which it does not pass on (`EventsCounter`,
+// cacher.go:942-946), initializations_total when the cache is replaced by
+// its reflector's list (`WatchCacheInitializations`, cacher.go:489-495).
+// LISTs served from the cache: since 1.37 `RecordListCacheMetrics` counts
+// them in apiserver_storage_list_total with storage="watchcache"
+// (pkg/storage/cacher/metrics/metrics.go:313-318), the family that counts
+// etcd's LISTs with storage="etcd"; the older apiserver_cache_list_total
+// is deprecated since 1.37.0 (its `DeprecatedVersion`,
+// pkg/storage/cacher/metrics/metrics.go:76-84).
 var realMetrics = []realMetric{
 	{"apiserver_watch_cache_resource_version", cm(), "the watch cache's resourceVersion", "Cacher: RV"},
 	{"watch_cache_capacity", cm(), "the ring's capacity", "ring: capacity"},
@@ -123,7 +132,7 @@ var realMetrics = []realMetric{
 	{"apiserver_watch_cache_events_dispatched_total", cm(), "events the dispatcher took in (the storage's bookmarks too, not passed on)", "dispatcher: dispatched"},
 	{"apiserver_terminated_watchers_total", cm(), "watchers cut off for being too slow", "dispatcher: terminated"},
 	{"apiserver_watch_cache_initializations_total", cm(), "times the cache was filled afresh (its reflector's Replace)", "Cacher: relists"},
-	{"apiserver_cache_list_total", cm(), "LISTs served from the watch cache", "lab 04 README: Where lists go"},
+	{"apiserver_storage_list_total", map[string]string{"group": "", "resource": "configmaps", "storage": "watchcache"}, "LISTs served from the watch cache", "lab 04 README: Where lists go"},
 	{"apiserver_longrunning_requests", map[string]string{"verb": "WATCH", "group": "", "resource": "configmaps"}, "open watches on ConfigMaps", "cacheWatchers"},
 	{"apiserver_watch_events_total", map[string]string{"group": "", "resource": "configmaps"}, "events sent to watch clients", "WatchServer: frames"},
 }
@@ -134,7 +143,7 @@ func cm() map[string]string { return map[string]string{"group": "", "resource": 
 // FIFO's depth through it, the only way to see that from outside, and its
 // store's resourceVersion too (which the Indexer's
 // LastStoreSyncResourceVersion also gives): `InformerMetricsProvider`,
-// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59. In 1.36
+// k8s.io/client-go@v0.37.0/tools/cache/informer_metrics.go:37-59. Since 1.36
 // the informer's FIFO is a RealFIFO with atomic events: a whole list or
 // relist is one queued item (`addReplaceToItemsLocked`,
 // k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go:294-320).

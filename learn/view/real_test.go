@@ -19,15 +19,17 @@ import (
 )
 
 // TestSumMetricsReadsThePrometheusTextFormat: the rows sum every series of
-// a metric whose labels include the wanted ones (all three "index" values
-// of apiserver_cache_list_total), skip other resources and comments, say
-// which metric was not there at all, and refuse an unreadable line.
+// a metric whose labels include the wanted ones (both "index" values of
+// apiserver_storage_list_total with storage="watchcache", not the etcd
+// one), skip other resources and comments, say which metric was not there
+// at all, and refuse an unreadable line.
 func TestSumMetricsReadsThePrometheusTextFormat(t *testing.T) {
-	body := `# HELP apiserver_cache_list_total [ALPHA] Number of LIST requests served from watch cache
-# TYPE apiserver_cache_list_total counter
-apiserver_cache_list_total{group="",index="",resource="configmaps"} 3
-apiserver_cache_list_total{group="",index="metadata.name",resource="configmaps"} 2
-apiserver_cache_list_total{group="",index="",resource="pods"} 40
+	body := `# HELP apiserver_storage_list_total [ALPHA] Number of LIST requests served from storage
+# TYPE apiserver_storage_list_total counter
+apiserver_storage_list_total{group="",index="",resource="configmaps",storage="watchcache"} 3
+apiserver_storage_list_total{group="",index="metadata.name",resource="configmaps",storage="watchcache"} 2
+apiserver_storage_list_total{group="",index="",resource="configmaps",storage="etcd"} 7
+apiserver_storage_list_total{group="",index="",resource="pods",storage="watchcache"} 40
 watch_cache_capacity{group="",resource="configmaps"} 100
 apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
 apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="WATCH",version="v1"} 1
@@ -35,7 +37,7 @@ apiserver_longrunning_requests{component="apiserver",group="",resource="configma
 odd_metric{path="a \"quoted\" } brace",resource="configmaps"} 1 1700000000000
 `
 	want := []realMetric{
-		{name: "apiserver_cache_list_total", labels: cm()},
+		{name: "apiserver_storage_list_total", labels: map[string]string{"group": "", "resource": "configmaps", "storage": "watchcache"}},
 		{name: "watch_cache_capacity", labels: cm()},
 		{name: "apiserver_longrunning_requests", labels: map[string]string{"verb": "WATCH", "resource": "configmaps"}},
 		{name: "odd_metric", labels: map[string]string{"resource": "configmaps"}},
@@ -50,7 +52,7 @@ odd_metric{path="a \"quoted\" } brace",resource="configmaps"} 1 1700000000000
 		got[r.Name] = fmt.Sprintf("%v %v", r.Found, r.Value)
 	}
 	for name, w := range map[string]string{
-		"apiserver_cache_list_total":          "true 5",
+		"apiserver_storage_list_total":        "true 5",
 		"watch_cache_capacity":                "true 100",
 		"apiserver_longrunning_requests":      "true 3",
 		"odd_metric":                          "true 1",
@@ -192,6 +194,19 @@ func TestRealClusterBesideIt(t *testing.T) {
 	sentBefore := mustMetric(t, before, "apiserver_watch_events_total")
 	if sent, _ := metric(after, "apiserver_watch_events_total"); sent-sentBefore < writes {
 		t.Errorf("apiserver_watch_events_total grew by %v, want at least the %d events sent to client-go's informer", sent-sentBefore, writes)
+	}
+	// A LIST at resourceVersion "0" is served from the watch cache; since
+	// 1.37 the cache counts it in apiserver_storage_list_total with
+	// storage="watchcache" (the row "LISTs served from the watch cache").
+	listedBefore, _ := metric(after, "apiserver_storage_list_total")
+	if _, err := c.Client.CoreV1().ConfigMaps(realNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		listed, found := metric(state(), "apiserver_storage_list_total")
+		return found && listed > listedBefore, nil
+	}); err != nil {
+		t.Errorf("apiserver_storage_list_total{storage=\"watchcache\"} for ConfigMaps did not grow after a LIST at resourceVersion 0 (was %v)", listedBefore)
 	}
 	t.Logf("real: %d objects, handler lag p50 %.1f ms; course's: p50 %.1f ms", r.Objects, r.Handler.P50LagMs, after.Informer.Handler.P50LagMs)
 

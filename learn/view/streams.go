@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -64,7 +66,9 @@ func (s *streams) wrap(next http.Handler) http.Handler {
 			}
 			s.closed = append(s.closed, done)
 		}()
-		next.ServeHTTP(&countingWriter{ResponseWriter: w, st: st}, r)
+		cw := &countingWriter{ResponseWriter: w, st: st}
+		defer cw.close()
+		next.ServeHTTP(cw, r)
 	})
 }
 
@@ -87,16 +91,60 @@ func (s *streams) snapshot() (open, closed []StreamState) {
 // countingWriter counts what the WatchServer writes and flushes. It keeps
 // http.Flusher (the WatchServer flushes when no other event waits) and Unwrap (for
 // http.ResponseController).
+//
+// A watch-list (sendInitialEvents=true with bookmarks) asked with
+// Accept-Encoding: gzip, as Go's transport asks, is gzip on the wire since
+// 1.37 (lab 03's watchserver/compression.go). Bytes are then the
+// compressed bytes sent, and frames are counted in the decompressed body,
+// which a goroutine reads from a pipe.
 type countingWriter struct {
 	http.ResponseWriter
-	st *stream
+	st     *stream
+	gz     *io.PipeWriter // nil until a gzip body starts
+	gzDone chan struct{}
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.gz == nil && c.Header().Get("Content-Encoding") == "gzip" {
+		pr, pw := io.Pipe()
+		c.gz, c.gzDone = pw, make(chan struct{})
+		go c.countGzip(pr)
+	}
 	n, err := c.ResponseWriter.Write(p)
 	c.st.bytes.Add(int64(n))
-	c.st.frames.Add(int64(bytes.Count(p[:n], []byte{'\n'})))
+	if c.gz != nil {
+		c.gz.Write(p[:n]) // the reader drains the pipe to its end, so this never blocks for good
+	} else {
+		c.st.frames.Add(int64(bytes.Count(p[:n], []byte{'\n'})))
+	}
 	return n, err
+}
+
+// countGzip counts the frames of a gzip body: concatenated members, one
+// per flush, which gzip.Reader reads as one stream.
+func (c *countingWriter) countGzip(pr *io.PipeReader) {
+	defer close(c.gzDone)
+	defer io.Copy(io.Discard, pr) // whatever is left after an error
+	zr, err := gzip.NewReader(pr)
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := zr.Read(buf)
+		c.st.frames.Add(int64(bytes.Count(buf[:n], []byte{'\n'})))
+		if err != nil {
+			return
+		}
+	}
+}
+
+// close ends the gzip counter, if there is one, and waits for it.
+func (c *countingWriter) close() {
+	if c.gz != nil {
+		c.gz.Close()
+		<-c.gzDone
+	}
 }
 
 func (c *countingWriter) Flush() {

@@ -1,6 +1,6 @@
 // Command repin moves the course's upstream citations from one pinned release
 // to the next: every citation scripts/check-links.sh reads (a module path
-// k8s.io/apiserver@v0.37.0/PATH:N-M, or a pinned GitHub link, with its link
+// MODULE@VERSION/PATH:N-M (k8s.io/apiserver, say), or a pinned GitHub link, with its link
 // text) that names an old version gets the new one, and its line numbers are
 // carried across by a diff of the file between the two versions, the way
 // `git blame` follows a line. A line the diff leaves unchanged moves exactly;
@@ -199,7 +199,7 @@ var (
 func rewrite(ref citations.Ref, nv string, from, to int) string {
 	t := ref.Text
 	if ref.Link {
-		// The tag: v1.36.4 for staging and kubernetes, the module's own
+		// The tag: v1.N.M for staging (module v0.N.M) and kubernetes, the module's own
 		// for etcd and kind.
 		old := ref.Version
 		tag := nv

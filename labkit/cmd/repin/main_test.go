@@ -41,14 +41,14 @@ func TestDiffMapFollowsLines(t *testing.T) {
 // TestRewriteKeepsTheForm checks a plain citation and a link, with their
 // lines and the link's text.
 func TestRewriteKeepsTheForm(t *testing.T) {
-	plain := "k8s.io/apiserver" + "@v0.36.4/pkg/storage/cacher/cacher.go:10-12."
-	link := "[cacher.go:10-12](https://github.com/kubernetes/kubernetes/blob" + "/v1.36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L10-L12)"
+	plain := "k8s.io/apiserver" + "@v0." + "36.4/pkg/storage/cacher/cacher.go:10-12."
+	link := "[cacher.go:10-12](https://github.com/kubernetes/kubernetes/blob" + "/v1." + "36.4/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L10-L12)"
 	refs := citations.Find("a.md", "`x` "+link+"\n")
 	if len(refs) != 1 {
 		t.Fatalf("found %d citations in %q", len(refs), link)
 	}
 	got := rewrite(refs[0], "v0.37.0", 20, 23)
-	if want := "https://github.com/kubernetes/kubernetes/blob/v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L20-L23"; got != want {
+	if want := "https://github.com/kubernetes/kubernetes/blob/" + "v1.37.0/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go#L20-L23"; got != want {
 		t.Errorf("link: got %s, want %s", got, want)
 	}
 	refs = citations.Find("a.go", "// `x` "+plain+"\n")
@@ -56,7 +56,7 @@ func TestRewriteKeepsTheForm(t *testing.T) {
 		t.Fatalf("found %d citations in %q", len(refs), plain)
 	}
 	got = rewrite(refs[0], "v0.37.0", 20, 20)
-	if want := "k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:20"; !strings.HasPrefix(got, want) {
+	if want := "k8s.io/apiserver@" + "v0.37.0/pkg/storage/cacher/cacher.go:20"; !strings.HasPrefix(got, want) {
 		t.Errorf("plain: got %s, want %s", got, want)
 	}
 }

@@ -8,7 +8,7 @@
 // TLS settings and the bearer token (cmd/watch builds one from a kubeconfig,
 // in internal/watchcmd).
 //
-// Upstream counterparts, at Kubernetes v1.36.4:
+// Upstream counterparts, at Kubernetes v1.37.0:
 //   - k8s.io/apimachinery@v0.37.0/pkg/apis/meta/v1/watch.go, type WatchEvent:
 //     the wire form of one event, {"type": ..., "object": ...}.
 //   - k8s.io/client-go@v0.37.0/rest/watch/decoder.go, Decoder.Decode: turns
@@ -22,7 +22,7 @@
 //     splits the body into JSON values.
 //
 // Left out: protobuf and CBOR (client-go can ask for protobuf with an Accept
-// header; CBOR is alpha and off by default at v1.36; curl and we get JSON),
+// header; CBOR is alpha and off by default at v1.37; curl and we get JSON),
 // decoding objects into typed Go structs (we keep the raw JSON), and the
 // retry and resume logic of lab 02.
 package watchapi

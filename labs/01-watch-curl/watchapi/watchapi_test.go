@@ -18,7 +18,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// A stream recorded from a v1.36.4 apiserver with curl (trimmed objects).
+// A stream recorded with curl from a 1.36 apiserver (trimmed objects); v1.37.0
+// sends a plain watch the same way (scenario initial-events reads one live).
 const recorded = `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-a","namespace":"lab","resourceVersion":"287"},"data":{"color":"blue"}}}
 {"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-a","namespace":"lab","resourceVersion":"288"},"data":{"color":"green"}}}
 {"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"290","annotations":{"k8s.io/initial-events-end":"true"}}}}
@@ -141,7 +142,7 @@ func TestOptionsQuery(t *testing.T) {
 
 // TestOpenRefused: a watch the apiserver refuses before streaming is an
 // *HTTPError carrying the code and the Status body (a fake apiserver,
-// httptest, answers as v1.36.4 does to resourceVersion=abc; the go-watch
+// httptest, answers as v1.37.0 does to resourceVersion=abc; the go-watch
 // scenario shows the real one).
 func TestOpenRefused(t *testing.T) {
 	labkit.ChecksExercise(t, "refused-watch")

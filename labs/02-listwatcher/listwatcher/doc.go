@@ -14,10 +14,10 @@
 //	errors.go     a non-200 answer or an ERROR event -> *apierrors.StatusError
 //	loop.go       ListAndWatch: list, watch from the list's RV, rewatch, relist, back off
 //
-// Upstream, the same work is spread over k8s.io/client-go@v0.36.4
+// Upstream, the same work is spread over k8s.io/client-go@v0.37.0
 // tools/cache/listwatch.go (ListWatch), rest/request.go (Request.Watch,
 // Request.Do), rest/watch/decoder.go (Decoder),
-// k8s.io/apimachinery@v0.36.4 pkg/util/framer (the JSON framer),
+// k8s.io/apimachinery@v0.37.0 pkg/util/framer (the JSON framer),
 // pkg/runtime/serializer/streaming (the streaming decoder),
 // pkg/watch/streamwatcher.go (StreamWatcher) and tools/cache/reflector.go
 // (Reflector.ListAndWatch). *ListWatch satisfies client-go's

@@ -168,11 +168,12 @@ func (lw *ListWatch) query(opts metav1.ListOptions) url.Values {
 		q.Set("watch", "1")
 	}
 	// resourceVersion is sent only when set: "" and absent mean the same, a
-	// consistent read: the newest state. At v1.36 both "" and "0" are served
+	// consistent read: the newest state. At v1.37 both "" and "0" are served
 	// from the apiserver's watch cache; "" first asks etcd for its current
-	// revision and waits until the cache has caught up with it
-	// (`ConsistentListFromCache`, GA and locked on,
-	// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365), "0"
+	// revision and waits until the cache has caught up with it (always, when
+	// etcd supports progress requests: `ConsistentReadSupported`,
+	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:107-109;
+	// 1.37 removed the gate ConsistentListFromCache), "0"
 	// takes whatever the cache holds now, without waiting. See
 	// `waitAndListConsistent` and `waitAndListLatestRV` in
 	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-506,
@@ -211,6 +212,11 @@ func (lw *ListWatch) get(ctx context.Context, u string) (*http.Response, error) 
 	// Ask for JSON: for core/v1 the apiserver could also speak protobuf,
 	// which is what client-go's typed clients ask for to save CPU.
 	req.Header.Set("Accept", "application/json")
+	// Accept-Encoding is left to Go's transport: it asks for gzip and, since
+	// it asked, decompresses for us (resp.Uncompressed). Since 1.37 a
+	// watch-list (sendInitialEvents=true with bookmarks) is gzip on the wire
+	// (gate WatchListCompression); had we set Accept-Encoding ourselves, the
+	// decoder would get the compressed bytes. TestWatchListArrivesGzip.
 	resp, err := lw.Client.Do(req)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,9 @@
 // (the jittered exponential backoff).
 //
 // Left out: the store (we report each step to a callback; lab 05 puts the
-// objects in a store), resync, a first LIST at RV "0" and relists at the
+// objects in a store), resync, the Reflector's own first request (a
+// streaming list from RV "", since WatchListClient is on by default) and,
+// only when that fails, a LIST at RV "0" and relists at the
 // last RV with paging off, which the watch cache answers (`lastSyncResourceVersion`,
 // k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1126-1131; `PageSize`,
 // k8s.io/client-go@v0.37.0/tools/cache/reflector.go:703-716), the random watch timeout between 5 and 10 minutes (we take one fixed

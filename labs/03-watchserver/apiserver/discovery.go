@@ -84,7 +84,7 @@ func (s *server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
 	}
 	writeAny(w, req, map[string]any{
 		"openapi": "3.0.0",
-		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.36.4"},
+		"info":    map[string]string{"title": "listwatch-labs watchserver", "version": "v1.37.0"},
 		"paths":   paths,
 	})
 }
@@ -93,7 +93,7 @@ func (s *server) openAPICoreV1(w http.ResponseWriter, req *http.Request) {
 // reproduce, so `kubectl version` shows no skew warning.
 func (s *server) version(w http.ResponseWriter, req *http.Request) {
 	writeAny(w, req, &version.Info{
-		Major: "1", Minor: "36", GitVersion: "v1.36.4", GitTreeState: "clean",
+		Major: "1", Minor: "37", GitVersion: "v1.37.0", GitTreeState: "clean",
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	})

@@ -80,7 +80,7 @@ type resourceHandler struct {
 	watch   *watchserver.WatchScope
 }
 
-func newResourceHandler(r *Resource, s storage.Interface, minRequestTimeout time.Duration, shuttingDown <-chan struct{}) *resourceHandler {
+func newResourceHandler(r *Resource, s storage.Interface, minRequestTimeout time.Duration, shuttingDown <-chan struct{}, noWatchListCompression bool) *resourceHandler {
 	return &resourceHandler{Resource: r, storage: s, watch: &watchserver.WatchScope{
 		Storage:           s,
 		KeyRoot:           r.KeyRoot,
@@ -90,6 +90,8 @@ func newResourceHandler(r *Resource, s storage.Interface, minRequestTimeout time
 		Encoder:           encoder,
 		MinRequestTimeout: minRequestTimeout,
 		ShuttingDown:      shuttingDown,
+
+		DisableWatchListCompression: noWatchListCompression,
 	}}
 }
 

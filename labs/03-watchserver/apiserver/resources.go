@@ -1,7 +1,7 @@
 // Upstream: k8s.io/apiserver@v0.37.0/pkg/registry/generic/registry/store.go
 // (genericregistry.Store: NewFunc, NewListFunc, KeyRootFunc, KeyFunc,
 // PredicateFunc, TableConvertor: what the generic handlers need to know about
-// one resource) and its instances in k8s.io/kubernetes@v1.36.4:
+// one resource) and its instances in k8s.io/kubernetes@v1.37.0:
 // pkg/registry/core/configmap/storage/storage.go and
 // pkg/registry/core/pod/storage/storage.go, with pod/strategy.go
 // (GetAttrs/ToSelectableFields, NodeNameTriggerFunc, Indexers).

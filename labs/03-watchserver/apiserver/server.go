@@ -69,6 +69,10 @@ type Config struct {
 	BookmarkInterval time.Duration
 	// MinRequestTimeout: see watchserver.WatchScope. Default 30 minutes.
 	MinRequestTimeout time.Duration
+	// DisableWatchListCompression: see watchserver.WatchScope. Default
+	// false: a watch-list that accepts gzip gets gzip, as on kube-apiserver
+	// 1.37 with its default gates.
+	DisableWatchListCompression bool
 	// ErrorLog receives errors of the HTTP server. Default os.Stderr.
 	ErrorLog io.Writer
 	// Handlers are extra routes (ServeMux patterns, e.g. "GET /metrics"),
@@ -191,7 +195,7 @@ func Start(cfg Config) (*Instance, error) {
 		}
 		in.storages[r] = s
 		in.destroy = append(in.destroy, destroy)
-		api.resources = append(api.resources, newResourceHandler(r, s, cfg.MinRequestTimeout, in.shuttingDown))
+		api.resources = append(api.resources, newResourceHandler(r, s, cfg.MinRequestTimeout, in.shuttingDown, cfg.DisableWatchListCompression))
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -71,7 +71,7 @@ func TestKubeconfigIsPrivateAndUsable(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(restCfg)
 	v, err := client.Discovery().ServerVersion()
-	if err != nil || v.GitVersion != "v1.36.4" {
+	if err != nil || v.GitVersion != "v1.37.0" {
 		t.Fatalf("version %v, %v", v, err)
 	}
 	res, err := client.Discovery().ServerResourcesForGroupVersion("v1")

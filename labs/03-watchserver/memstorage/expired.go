@@ -1,8 +1,9 @@
 //go:build !exercise
 
-// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go
-// (watchCache.getAllEventsSinceLocked: "too old resource version", made by
-// `NewResourceExpired`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:669) and
+// Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go
+// (watchCacheHistory.GetIntervalLocked, which watchCache.getAllEventsSinceLocked
+// calls: "too old resource version", made by
+// `NewResourceExpired`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:236-238) and
 // k8s.io/apimachinery@v0.37.0/pkg/api/errors/errors.go (NewResourceExpired).
 //
 // This is the solution of the exercise too-old-rv (README: "Write it

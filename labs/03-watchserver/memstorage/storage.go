@@ -29,8 +29,8 @@
 // What it leaves out: persistence, TTLs, paging (limit/continue),
 // compaction (the history is a fixed-size ring; upstream's watch cache ring
 // starts at 100 events and is grown or shrunk between 100 and 102,400 so that
-// it keeps at least 75 s of events: `resizeCacheLocked`,
-// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:289), and
+// it keeps at least 75 s of events, as long as the cap allows: `resizeCacheLocked`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:120-135), and
 // the cacher's indexes and triggers.
 package memstorage
 
@@ -155,7 +155,7 @@ func New(cfg Config) *Storage {
 }
 
 // suggestedWatchChannelSize is upstream's rule for a resource without
-// indexes (watch_cache.go, suggestedWatchChannelSize): room for about one
+// indexes (watch_cache_history.go, suggestedWatchChannelSize): room for about one
 // second of history (capacity / 75 s), at least 10, at most 100. Upstream
 // allows 1000 only for an indexed resource whose watch does not use the
 // index; we have no indexes.
@@ -484,7 +484,8 @@ func (s *Storage) recordLocked(ev *event) {
 	}
 }
 
-// oldestLocked is upstream's "oldest" in getAllEventsSinceLocked: the RV of
+// oldestLocked is upstream's "oldest" in `GetIntervalLocked`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:217-238): the RV of
 // the oldest event a watch can still be given. A watch from RV N needs every
 // event after N, so N must be at least oldest-1.
 func (s *Storage) oldestLocked() uint64 {

@@ -1,7 +1,7 @@
 // Upstream: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go (Cacher.Watch:
 // where a watch starts; newErrWatcher), watch_cache.go
-// (getAllEventsSinceLocked: replay after RV N, or "too old resource
-// version") and cache_watcher.go (cacheWatcher: input and result channels,
+// (getAllEventsSinceLocked: replay after RV N, from the history ring of
+// watch_cache_history.go since 1.37, or "too old resource version") and cache_watcher.go (cacheWatcher: input and result channels,
 // processInterval, convertToWatchEvent, nextBookmarkTime).
 //
 // Simplified: one goroutine per watcher does what processInterval and the

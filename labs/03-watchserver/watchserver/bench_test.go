@@ -40,7 +40,7 @@ func benchObjects(n int) []*corev1.ConfigMap {
 }
 
 // benchChanSize is the watcher channel size upstream gives a resource
-// without indexes at most (watch_cache.go, suggestedWatchChannelSize).
+// without indexes at most (watch_cache_history.go, suggestedWatchChannelSize).
 const benchChanSize = 100
 
 // cachingObject stands in for the storage's: a kruntime.CacheableObject that

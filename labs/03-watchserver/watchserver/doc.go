@@ -11,8 +11,9 @@
 //	watchserver.go   WatchServer: frames, flush, and the four ways a stream ends
 //	encode.go        JSONEncoder: one encoding per event, cached on the object
 //	flush.go         when to flush (the exercise flush-when-idle)
+//	compression.go   gzip for watch-lists, one gzip member per flush (new in 1.37)
 //
-// Upstream, at Kubernetes v1.36.4, this is k8s.io/apiserver's
+// Upstream, at Kubernetes v1.37.0, this is k8s.io/apiserver's
 // pkg/endpoints/handlers (get.go, watch.go, response.go); each file here names
 // its counterpart and what it leaves out. The storage it reads from is lab
 // 03's memstorage, or lab 04's Cacher over etcd.

@@ -2,7 +2,9 @@
 
 // Upstream: k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go
 // (WatchServer.HandleHTTP: the flush after each frame when the result
-// channel is empty, `flusher.Flush`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:452-453).
+// channel is empty, `Flush` on the watch response writer: a plain flush, or
+// on a gzip watch-list the end of one gzip member, which can fail,
+// k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:452-457).
 //
 // This is the solution of the exercise flush-when-idle (README: "Write it
 // yourself"); flush_exercise.go is the stub built with -tags exercise.

@@ -50,6 +50,9 @@ type WatchScope struct {
 	MinRequestTimeout time.Duration
 	// ShuttingDown, when closed, ends every watch stream (nil: never).
 	ShuttingDown <-chan struct{}
+	// DisableWatchListCompression turns off gzip for watch-lists: upstream's
+	// gate WatchListCompression set to false (it is on by default in 1.37).
+	DisableWatchListCompression bool
 }
 
 // ServeWatch serves a watch request whose options have been parsed. It
@@ -109,6 +112,11 @@ func ServeWatch(w http.ResponseWriter, req *http.Request, scope *WatchScope, nam
 		MediaType:    "application/json",
 		Timeout:      timeout,
 		ShuttingDown: scope.ShuttingDown,
+		// After defaulting: a watch from RV ""/"0" with neither
+		// sendInitialEvents nor resourceVersionMatch is a watch-list too,
+		// when it also allows bookmarks (isListWatchRequest).
+		IsWatchListRequest:   opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks,
+		WatchListCompression: !scope.DisableWatchListCompression,
 	}
 	server.ServeHTTP(w, req)
 	return nil

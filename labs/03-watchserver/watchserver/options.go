@@ -11,8 +11,8 @@
 // limit and continue are parsed here and handed on: a LIST passes them to
 // its storage, which pages or not (lab 04's etcd3 store pages, lab 03's
 // memstorage answers whole lists); a WATCH ignores them.
-// Left out: the feature gate itself (`WatchList` is on by default since v1.34,
-// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-501; we always act
+// Left out: the feature gate itself (`WatchList` is on by default in 1.32 and since v1.34,
+// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:487-493; we always act
 // as if it is on).
 
 package watchserver
@@ -111,9 +111,12 @@ func ParseListOptions(q url.Values, forceWatch bool, name string, convertField r
 	// 2. Default: with the WatchList feature on, a watch that did not say
 	// where to start ("" or "0") and did not use the new parameters becomes
 	// a streaming list: initial state as ADDED events, then changes. For an
-	// old client nothing visible changes (it always got the initial state
-	// for RV ""/"0"); a client that also allows bookmarks additionally gets
-	// the BOOKMARK that marks the end of the initial events.
+	// old client nothing visible changes in the events (it always got the
+	// initial state for RV ""/"0"); a client that also allows bookmarks
+	// additionally gets the BOOKMARK that marks the end of the initial
+	// events, and, if it sent Accept-Encoding: gzip, a body of gzip members
+	// (a watch-list, compression.go): Go's transport decodes it unnoticed,
+	// curl --compressed fails after the first member.
 	if opts.SendInitialEvents == nil && opts.ResourceVersionMatch == "" &&
 		opts.Watch && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") {
 		on := true

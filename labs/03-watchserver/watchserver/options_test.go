@@ -8,7 +8,7 @@ import (
 )
 
 // The expected Statuses were recorded from the embedded kube-apiserver
-// v1.36.4; TestBadRequestsMatchRealServer (lab root) checks them live.
+// (1.36); TestBadRequestsMatchRealServer (lab root) checks them live at v1.37.0.
 func TestParseListOptionsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		query   string

@@ -5,7 +5,9 @@
 // What we keep: one long HTTP response per watch; a frame written per event
 // (encoded once for all watchers when the object allows it: encode.go) and a
 // flush only when no further event is already waiting; the four ways a
-// stream ends (results closed, client gone, timeout, server shutting down).
+// stream ends (results closed, client gone, timeout, server shutting down);
+// since 1.37, gzip for a watch-list that accepts it, one gzip member per
+// flush and a flush after the initial-events-end bookmark (compression.go).
 // What we simplify: one media type (application/json, so frames are
 // newline-delimited JSON); no metrics, tracing or memory allocator pool.
 
@@ -21,6 +23,7 @@ import (
 	"golang.org/x/net/websocket"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // WatchServer serves one watch: it encodes the events of Watching and writes
@@ -51,6 +54,15 @@ type WatchServer struct {
 	Timeout time.Duration
 	// ShuttingDown, when closed, ends the stream (nil: never).
 	ShuttingDown <-chan struct{}
+	// IsWatchListRequest is true for a watch-list: sendInitialEvents=true
+	// (asked for, or defaulted) with allowWatchBookmarks=true, as upstream's
+	// `isListWatchRequest`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/get.go:328-331.
+	IsWatchListRequest bool
+	// WatchListCompression is upstream's feature gate of that name (beta
+	// and on in 1.37, `WatchListCompression`, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:495-497):
+	// a watch-list whose request accepts gzip is answered gzip
+	// (compression.go).
+	WatchListCompression bool
 }
 
 // IsWebSocketRequest reports whether req asks to upgrade to a websocket,
@@ -112,12 +124,14 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 	timeout, stopTimer := s.timeoutCh()
 	defer stopTimer()
 
+	// A watch-list that accepts gzip is written gzip, anything else plain
+	// (compression.go). Close ends a gzip member left open when we return.
+	rw := newWatchResponseWriter(w, flusher, ContentEncodingSupported(req, s.WatchListCompression), s.IsWatchListRequest)
+	defer rw.Close()
+
 	// Headers go out at once, before the first event: a client knows the
 	// watch is established even if nothing changes for minutes.
-	w.Header().Set("Content-Type", s.MediaType)
-	w.Header().Set("Transfer-Encoding", "chunked")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	rw.BeginStream(s.MediaType)
 
 	encoder := newWatchEncoder(s.Encoder)
 	events := s.Watching.ResultChan()
@@ -137,15 +151,37 @@ func (s *WatchServer) HandleHTTP(w http.ResponseWriter, req *http.Request) {
 			if !ok {
 				return
 			}
-			if err := encoder.Encode(ev, w); err != nil {
+			if err := encoder.Encode(ev, rw); err != nil {
 				return // the client went away mid-write, or the object cannot be encoded
 			}
 			// Flush only when nothing else is already waiting (flush.go).
 			if flushNow(events) {
-				flusher.Flush()
+				if err := rw.Flush(); err != nil {
+					return
+				}
+			}
+			// The initial events are over: flush again, so a gzip member
+			// ends with them and the idle watch holds no gzip writer
+			// (a no-op if the flush above already did it). Upstream does
+			// this where it records the watch-list latency
+			// (`isWatchListLatencyRecordingRequired`, k8s.io/apiserver@v0.37.0/pkg/endpoints/handlers/watch.go:458-478).
+			if isInitialEventsEnd(ev) {
+				if err := rw.Flush(); err != nil {
+					return
+				}
 			}
 		}
 	}
+}
+
+// isInitialEventsEnd reports whether ev is the BOOKMARK that ends a
+// watch-list's initial events (upstream: shouldRecordWatchListLatency).
+func isInitialEventsEnd(ev watch.Event) bool {
+	if ev.Type != watch.Bookmark {
+		return false
+	}
+	end, err := storage.HasInitialEventsEndBookmarkAnnotation(ev.Object)
+	return err == nil && end
 }
 
 // HandleWS streams frames over a websocket, one message per event, as

@@ -13,12 +13,12 @@ package cacher
 //
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
-//  1. ask etcd for its current revision: the storage's
-//     `GetCurrentResourceVersion`. Upstream's etcd3 store makes it one etcd
-//     Get of the bare key /registry/<resource>, which holds nothing, read
-//     only for the revision in the response's header
-//     (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-745); ours is
-//     in etcd3/store.go;
+//  1. ask etcd for its current revision. Upstream's etcd3 store does it
+//     with `GetCurrentResourceVersion`, one etcd Get of the bare resource
+//     prefix (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-745):
+//     the one key /registry/<resource>, which holds nothing, read only for
+//     the revision in the response's header (1.36 read the same key through
+//     a non-recursive GetList); this lab's etcd3 store does the same Get;
 //  2. wait until the cache's resourceVersion reaches it. If the resource
 //     is busy, events carry the cache there. If it is idle, nothing would
 //     (etcd sends progress notifications on its own only every 10 minutes,

@@ -1,4 +1,4 @@
-// Package embeddedetcd runs a real etcd 3.6 server inside the current process,
+// Package embeddedetcd runs a real etcd 3.7 server inside the current process,
 // for this lab's tests, benchmarks and (later) its miniapiserver.
 //
 // It is go.etcd.io/etcd/server/v3@v3.7.0/embed, configured the way the

@@ -5,10 +5,12 @@
 // It stores Kubernetes objects in etcd, the way kube-apiserver does.
 //
 // Upstream twin: the `store` type of k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:80
-// (New, Get, GetList, Create, GuaranteedUpdate, Delete), and
-// `interpretListError` and `interpretWatchError`
+// (New, Get, GetList with shouldStream, pagedChunks, streamChunks and
+// appendChunk, GetCurrentResourceVersion, Create, GuaranteedUpdate,
+// Delete), and `interpretListError` and `interpretWatchError`
 // (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/errors.go:31-89). The watch
-// half is in watcher.go here, as upstream.
+// half is in watcher.go here, as upstream; the RangeStream support check in
+// feature_support_checker.go.
 //
 // What it keeps from upstream:
 //   - keys are <Prefix>/<resource>/<namespace>/<name>, e.g.
@@ -29,15 +31,23 @@
 //     "ModRevision is still what I read" (compare-and-swap), retried on a
 //     lost race, with the caller's Preconditions (uid, resourceVersion)
 //     checked against the object actually stored;
-//   - a read or watch from a compacted revision fails with 410 Expired.
+//   - a read or watch from a compacted revision fails with 410 Expired;
+//   - since 1.37 a list reads etcd with one RangeStream RPC where it can
+//     (etcd 3.7 and later, gate `EtcdRangeStream`, Beta and on,
+//     k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:396-398), and
+//     with paged Range requests on etcd 3.6 (see GetList).
 //
 // What it leaves out: value transformers (encryption at rest), TTL leases,
 // the compactor (tests compact by calling etcd), size estimation, the
-// feature-gated paths (`AllowUnsafeMalformedObjectDeletion`, the deletion
-// of objects that no longer decode,
+// aggregation of per-item decode errors (one bad object fails our list),
+// tracing, the feature-gated paths (`AllowUnsafeMalformedObjectDeletion`,
+// the deletion of objects that no longer decode,
 // k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:365-367, and
 // `ShardedListAndWatch`, k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1016),
-// and metrics. Methods the lab does not teach say so in their error.
+// and metrics (among them 1.37's `listStream` operation of
+// etcd_request_duration_seconds and apiserver_storage_list_duration_seconds
+// with its streamed label). Methods the lab does not teach say so in their
+// error.
 package etcd3
 
 import (
@@ -45,19 +55,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"reflect"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	etcdrpc "go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	grpccodes "google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/utils/clock"
 )
 
 // Config describes one resource stored in etcd.
@@ -79,6 +95,10 @@ type Config struct {
 	ResourcePrefix string
 	// GroupResource names the resource in errors (e.g. {Resource: "pods"}).
 	GroupResource schema.GroupResource
+	// Clock tells the time to the store's featureSupportChecker: how long
+	// RangeStream stays marked unsupported after etcd 3.6 refused it.
+	// Default: the real clock.
+	Clock clock.PassiveClock
 }
 
 // Store implements storage.Interface over etcd.
@@ -91,6 +111,9 @@ type Store struct {
 	resourcePrefix string // "/pods"
 	groupResource  schema.GroupResource
 	versioner      storage.Versioner
+
+	clock                 clock.PassiveClock
+	featureSupportChecker *featureSupportChecker
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -111,6 +134,10 @@ func New(cfg Config) (*Store, error) {
 	if !strings.HasSuffix(pathPrefix, "/") {
 		pathPrefix += "/"
 	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	return &Store{
 		client:         cfg.Client,
 		codec:          cfg.Codec,
@@ -120,6 +147,9 @@ func New(cfg Config) (*Store, error) {
 		resourcePrefix: cfg.ResourcePrefix,
 		groupResource:  cfg.GroupResource,
 		versioner:      storage.APIObjectVersioner{},
+
+		clock:                 clk,
+		featureSupportChecker: &featureSupportChecker{clock: clk},
 	}, nil
 }
 
@@ -182,17 +212,13 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 	if err != nil {
 		return err
 	}
-	minRV, err := s.versioner.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
-	}
 	// Every etcd read here is linearizable: "" (most recent) and "0" (any)
 	// are served alike, which is allowed since the newest data satisfies both.
 	resp, err := s.client.Get(ctx, k)
 	if err != nil {
 		return err
 	}
-	if err := checkMinimumRV(minRV, resp.Header.Revision); err != nil {
+	if err := s.validateMinimumResourceVersion(opts.ResourceVersion, uint64(resp.Header.Revision)); err != nil {
 		return err
 	}
 	if len(resp.Kvs) == 0 {
@@ -205,15 +231,6 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 	return s.decode(kv.Value, out, kv.ModRevision)
 }
 
-// checkMinimumRV fails a "not older than minRV" read that etcd served at an
-// older revision: it can only happen if the caller invented a future RV.
-func checkMinimumRV(minRV uint64, actual int64) error {
-	if minRV > uint64(actual) {
-		return storage.NewTooLargeResourceVersionError(minRV, uint64(actual), 0)
-	}
-	return nil
-}
-
 // GetList reads the objects under key (a collection if opts.Recursive).
 //
 // Resource-version semantics, as upstream's `ValidateListOptions` decides them (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go:371-415):
@@ -224,21 +241,24 @@ func checkMinimumRV(minRV uint64, actual int64) error {
 //     token: data exactly at revision N, read from etcd's MVCC history; a
 //     compacted N fails with 410 Expired.
 //
-// With a limit, etcd is asked for pages until enough objects pass the
-// predicate; the continue token records the last key and the revision, so
-// every page is read at the same revision.
+// The objects come from etcd in chunks, by one of two readers, as upstream's
+// `GetList` (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:763-870):
+//   - `streamChunks`: one RangeStream RPC (etcd 3.7), when `shouldStream`
+//     says so: every recursive list but a filtered one with a limit;
+//   - `pagedChunks`: Range requests of `limit` keys, the limit doubled while
+//     the predicate drops objects, each page read at the revision of the
+//     first. The fallback, and the only way before 1.37.
+//
+// If etcd answers RangeStream with codes.Unimplemented (etcd 3.6), the store
+// marks the feature unsupported, reads this list with pagedChunks, and does
+// not try streaming again for 10 minutes (see featureSupportChecker).
+//
+// The continue token records the last key and the revision, so every page
+// of a paged list is read at the same revision.
 func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
-	k, err := s.etcdKey(key, opts.Recursive)
+	keyPrefix, err := s.etcdKey(key, opts.Recursive)
 	if err != nil {
 		return err
-	}
-	withRev, continueKey, err := storage.ValidateListOptions(k, s.versioner, opts)
-	if err != nil {
-		return err
-	}
-	minRV, err := s.versioner.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
 	listPtr, err := meta.GetItemsPtr(listObj)
 	if err != nil {
@@ -250,85 +270,293 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	}
 	// Start from an empty list, whatever the caller's object held.
 	v.Set(reflect.MakeSlice(v.Type(), 0, 0))
-	pred := opts.Predicate
-	paging := opts.Recursive && pred.Limit > 0
 
-	var getOpts []clientv3.OpOption
-	fromKey := k
-	if opts.Recursive {
-		getOpts = append(getOpts, clientv3.WithRange(clientv3.GetPrefixRangeEnd(k)))
-		if continueKey != "" {
-			fromKey = continueKey
-		}
-	}
-	if withRev != 0 {
-		getOpts = append(getOpts, clientv3.WithRev(withRev))
-	}
-	if paging {
-		// Pages of Limit keys; if the predicate drops some, read on.
-		getOpts = append(getOpts, clientv3.WithLimit(pred.Limit))
+	limit := opts.Predicate.Limit
+	paging := opts.Predicate.Limit > 0
+	withRev, continueKey, err := storage.ValidateListOptions(keyPrefix, s.versioner, opts)
+	if err != nil {
+		return err
 	}
 
 	var (
-		lastKey   []byte
-		more      bool
-		remaining int64
-		rev       = withRev
+		lastKey []byte
+		hasMore bool
+		count   int64
 	)
-pages:
-	for {
-		resp, err := s.client.Get(ctx, fromKey, getOpts...)
-		if err != nil {
-			// A compacted revision: fromKey is where this read started,
-			// where a client told to go on inconsistently would resume.
-			return interpretListError(err, opts.Predicate.Continue != "", fromKey, k)
+	chunks := s.pagedChunks(ctx, keyPrefix, opts, withRev, limit, continueKey)
+	if s.shouldStream(opts) {
+		streamChunks, supported := s.streamChunks(ctx, keyPrefix, withRev, limit, continueKey)
+		if supported {
+			chunks = streamChunks
+		} else {
+			// etcd 3.6: the same list, paged; no stream for 10 minutes.
+			s.featureSupportChecker.MarkUnsupported(storage.RangeStream)
 		}
-		if rev == 0 {
-			// Pin every further page to the revision of the first one.
-			rev = resp.Header.Revision
-			getOpts = append(getOpts, clientv3.WithRev(rev))
-		}
-		for i, kv := range resp.Kvs {
-			lastKey = kv.Key
-			obj := s.newFunc()
-			if err := s.decode(kv.Value, obj, kv.ModRevision); err != nil {
-				return err
-			}
-			ok, err := pred.Matches(obj)
-			if err != nil {
-				return err
-			}
-			if ok {
-				v.Set(reflect.Append(v, reflect.ValueOf(obj).Elem()))
-			}
-			if paging && int64(v.Len()) == pred.Limit {
-				// Full. There is more if any key follows this one.
-				more = i < len(resp.Kvs)-1 || resp.More
-				remaining = resp.Count - int64(i) - 1
-				break pages
-			}
-		}
-		if !paging || !resp.More {
-			break
-		}
-		fromKey = string(lastKey) + "\x00"
 	}
-	if err := checkMinimumRV(minRV, rev); err != nil && opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
-		return err
-	}
-	continueValue := ""
-	var remainingItemCount *int64
-	if more {
-		continueValue, err = storage.EncodeContinue(string(lastKey)+"\x00", k, rev)
+
+	for chunk, chunkErr := range chunks {
+		if chunkErr != nil {
+			return chunkErr
+		}
+		if chunk.revision != nil {
+			if withRev == 0 {
+				if err := s.validateMinimumResourceVersion(opts.ResourceVersion, uint64(*chunk.revision)); err != nil {
+					return err
+				}
+				withRev = *chunk.revision
+			} else if *chunk.revision != withRev {
+				return fmt.Errorf("etcd returned revision %d for a list read at revision %d", *chunk.revision, withRev)
+			}
+		}
+		if len(chunk.kvs) == 0 && chunk.hasMore {
+			return fmt.Errorf("no results were found, but etcd indicated there were more values remaining")
+		}
+		count = chunk.count
+
+		chunkLastKey, limitReached, err := s.appendChunk(chunk.kvs, opts.Predicate, v, paging)
 		if err != nil {
 			return err
 		}
-		// The count is exact only if no predicate dropped anything.
-		if pred.Empty() && remaining > 0 {
-			remainingItemCount = &remaining
+		if chunkLastKey != nil {
+			lastKey = chunkLastKey
+		}
+		hasMore = chunk.hasMore || limitReached
+		// The limit was reached mid-chunk, or nothing remains.
+		if limitReached || !chunk.hasMore {
+			break
+		}
+		// Paging, and the page is full.
+		if paging && int64(v.Len()) >= opts.Predicate.Limit {
+			break
 		}
 	}
-	return s.versioner.UpdateList(listObj, uint64(rev), continueValue, remainingItemCount)
+
+	continueValue, remainingItemCount, err := storage.PrepareContinueToken(string(lastKey), keyPrefix, withRev, count, hasMore, opts)
+	if err != nil {
+		return err
+	}
+	return s.versioner.UpdateList(listObj, uint64(withRev), continueValue, remainingItemCount)
+}
+
+// shouldStream: upstream's `shouldStream`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:747-761). Only a
+// recursive list streams; a filtered one with a limit does not, because
+// etcd cannot count selector matches, so a stream capped at limit keys could
+// come back with fewer than limit objects and no way to read on at the same
+// revision but another request: that is what the paged reader does.
+func (s *Store) shouldStream(opts storage.ListOptions) bool {
+	if !opts.Recursive {
+		return false
+	}
+	if opts.Predicate.Limit > 0 && !opts.Predicate.Empty() {
+		return false
+	}
+	return utilfeature.DefaultFeatureGate.Enabled(features.EtcdRangeStream) &&
+		s.featureSupportChecker.Supports(storage.RangeStream)
+}
+
+// listChunk is one batch of keys of a list read: a page of a paged Range,
+// or a chunk of a RangeStream (upstream's `listChunk`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:872-879).
+type listChunk struct {
+	kvs      []*mvccpb.KeyValue
+	revision *int64 // the revision read at; nil until known
+	count    int64  // etcd's count of keys left in the range, this batch included
+	hasMore  bool
+}
+
+// maxLimit caps the doubling page size: upstream's `maxLimit`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:58-61).
+const maxLimit = 10000
+
+// pagedChunks reads the list as Range requests, the fallback reader:
+// upstream's `pagedChunks` (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:881-919).
+// The first page is read at withRev (0: the newest revision) and every next
+// page at the revision of the first; while the predicate drops objects the
+// page size doubles, up to maxLimit, to make fewer round trips.
+func (s *Store) pagedChunks(ctx context.Context, keyPrefix string, opts storage.ListOptions, withRev, limit int64, continueKey string) iter.Seq2[listChunk, error] {
+	return func(yield func(listChunk, error) bool) {
+		for {
+			fromKey := keyPrefix
+			if continueKey != "" {
+				fromKey = continueKey
+			}
+			getOpts := []clientv3.OpOption{clientv3.WithRev(withRev), clientv3.WithLimit(1)}
+			if opts.Recursive {
+				getOpts = []clientv3.OpOption{clientv3.WithRev(withRev), clientv3.WithLimit(limit),
+					clientv3.WithRange(clientv3.GetPrefixRangeEnd(keyPrefix))}
+			}
+			getResp, err := s.client.Get(ctx, fromKey, getOpts...)
+			if err != nil {
+				yield(listChunk{}, s.listReadError(ctx, err, withRev, len(opts.Predicate.Continue) > 0, continueKey, keyPrefix))
+				return
+			}
+			count := getResp.Count
+			if !opts.Recursive {
+				count = int64(len(getResp.Kvs))
+			}
+			hasMore := int64(len(getResp.Kvs)) < count
+			if withRev == 0 {
+				// Pin every next page to the revision of this one.
+				withRev = getResp.Header.Revision
+			}
+			if len(getResp.Kvs) > 0 {
+				continueKey = string(getResp.Kvs[len(getResp.Kvs)-1].Key) + "\x00"
+			}
+			revision := withRev
+			if !yield(listChunk{kvs: getResp.Kvs, revision: &revision, count: count, hasMore: hasMore}, nil) {
+				return
+			}
+			if !hasMore {
+				return
+			}
+			if limit < maxLimit {
+				// The predicate dropped objects: double the page size.
+				limit = min(limit*2, maxLimit)
+			}
+		}
+	}
+}
+
+// streamChunks reads the list as one etcd RangeStream, pinned to withRev
+// when nonzero, capped at limit keys and resumed from continueKey when set:
+// upstream's `streamChunks` (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:934-1003).
+// supported is false when etcd answers codes.Unimplemented (etcd 3.6 has no
+// such RPC); the caller then falls back to pagedChunks.
+//
+// etcd sends the header (with the revision), Count and More only on the
+// final chunk, so the list's revision is known only at the end, unless the
+// read is pinned to withRev.
+//
+// One addition to upstream: when the caller stops early (an error, or a
+// limit reached), we cancel the stream and drain its channel. The client's
+// goroutine that `GetStream` starts to feed it
+// (go.etcd.io/etcd/client/v3@v3.7.0/kv.go:169-191)
+// sends without watching the context, and would otherwise wait for ever.
+func (s *Store) streamChunks(ctx context.Context, keyPrefix string, withRev, limit int64, continueKey string) (chunks iter.Seq2[listChunk, error], supported bool) {
+	paging := continueKey != ""
+	startKey := keyPrefix
+	if paging {
+		startKey = continueKey
+	}
+	streamOpts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(keyPrefix))}
+	if withRev > 0 {
+		streamOpts = append(streamOpts, clientv3.WithRev(withRev))
+	}
+	if limit > 0 {
+		streamOpts = append(streamOpts, clientv3.WithLimit(limit))
+	}
+	streamCtx, cancel := context.WithCancel(ctx)
+	stream, streamErr := s.client.GetStream(streamCtx, startKey, streamOpts...)
+	// stop cancels the stream and waits for its feeding goroutine to end.
+	stop := func() {
+		cancel()
+		if stream != nil {
+			for range stream {
+			}
+		}
+	}
+	var first clientv3.RangeStreamResponse
+	var firstOk bool
+	if streamErr == nil {
+		// The first answer says whether etcd knows the RPC at all.
+		first, firstOk = <-stream
+		if firstOk && grpcstatus.Code(first.Err()) == grpccodes.Unimplemented {
+			stop()
+			return nil, false
+		}
+	} else if grpcstatus.Code(streamErr) == grpccodes.Unimplemented {
+		stop()
+		return nil, false
+	}
+	return func(yield func(listChunk, error) bool) {
+		defer stop()
+		if streamErr != nil {
+			yield(listChunk{}, s.listReadError(ctx, streamErr, withRev, paging, continueKey, keyPrefix))
+			return
+		}
+		var revision *int64
+		if withRev > 0 {
+			revision = &withRev
+		}
+		resp, ok := first, firstOk
+		for ok {
+			if err := resp.Err(); err != nil {
+				yield(listChunk{}, s.listReadError(ctx, err, withRev, paging, continueKey, keyPrefix))
+				return
+			}
+			rangeResp := resp.RangeResponse
+			// A pinned stream's final header holds the newest revision, not withRev.
+			if revision == nil && rangeResp.Header != nil {
+				revision = &rangeResp.Header.Revision
+			}
+			next, nextOk := <-stream
+			// On the final chunk, More means the limit cut the range short:
+			// there is a next page although the stream ended.
+			if !yield(listChunk{kvs: rangeResp.Kvs, revision: revision, count: rangeResp.Count, hasMore: nextOk || rangeResp.More}, nil) {
+				return
+			}
+			resp, ok = next, nextOk
+		}
+		if revision == nil {
+			yield(listChunk{}, fmt.Errorf("rangeStream for %q completed without a revision", keyPrefix))
+		}
+	}, true
+}
+
+// listReadError turns an etcd read error into the error GetList returns:
+// upstream's `listReadError` (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:921-932).
+// A future revision becomes "too large resource version", a compacted one
+// 410 Expired (see interpretListError).
+func (s *Store) listReadError(ctx context.Context, err error, withRev int64, paging bool, continueKey, keyPrefix string) error {
+	if errors.Is(err, etcdrpc.ErrFutureRev) {
+		currentRV, getRVErr := s.GetCurrentResourceVersion(ctx)
+		if getRVErr != nil {
+			currentRV = 0
+		}
+		return storage.NewTooLargeResourceVersionError(uint64(withRev), currentRV, 0)
+	}
+	return interpretListError(err, paging, continueKey, keyPrefix)
+}
+
+// appendChunk decodes kvs and appends those that match pred to v, stopping
+// when a page is full: upstream's `appendChunk`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1056-1081).
+func (s *Store) appendChunk(kvs []*mvccpb.KeyValue, pred storage.SelectionPredicate, v reflect.Value, paging bool) (lastKey []byte, limitReached bool, err error) {
+	for i, kv := range kvs {
+		if paging && int64(v.Len()) >= pred.Limit {
+			return lastKey, true, nil
+		}
+		lastKey = kv.Key
+		obj := s.newFunc()
+		if err := s.decode(kv.Value, obj, kv.ModRevision); err != nil {
+			return lastKey, false, err
+		}
+		if ok, err := pred.Matches(obj); err == nil && ok {
+			v.Set(reflect.Append(v, reflect.ValueOf(obj).Elem()))
+		}
+		// Free the kv early: a long list takes a while to decode.
+		kvs[i] = nil
+	}
+	return lastKey, false, nil
+}
+
+// validateMinimumResourceVersion fails a "not older than minimum" read that
+// etcd served at an older revision: it can only happen if the caller invented
+// a future RV. Upstream's `validateMinimumResourceVersion`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:1286-1300).
+func (s *Store) validateMinimumResourceVersion(minimumResourceVersion string, actualRevision uint64) error {
+	if minimumResourceVersion == "" {
+		return nil
+	}
+	minimumRV, err := s.versioner.ParseResourceVersion(minimumResourceVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	if minimumRV > actualRevision {
+		return storage.NewTooLargeResourceVersionError(minimumRV, actualRevision, 0)
+	}
+	return nil
 }
 
 // GuaranteedUpdate reads the object, lets tryUpdate change it and writes it
@@ -477,13 +705,22 @@ func (s *Store) RequestWatchProgress(ctx context.Context) error {
 	return s.client.RequestProgress(watchContext(ctx))
 }
 
-// GetCurrentResourceVersion returns etcd's current revision, read with a
-// linearizable count-only request on the resource's prefix.
+// GetCurrentResourceVersion returns etcd's current revision: the header of
+// one linearizable Get of the resource's bare prefix key (/registry/pods,
+// where no object lives), as upstream's `GetCurrentResourceVersion`
+// (k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/store.go:728-745). Until 1.36
+// upstream asked a GetList of limit 1 instead; the answer is the same.
 func (s *Store) GetCurrentResourceVersion(ctx context.Context) (uint64, error) {
-	k := s.pathPrefix + strings.TrimPrefix(s.resourcePrefix, "/") + "/"
-	resp, err := s.client.Get(ctx, k, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	k, err := s.etcdKey(s.resourcePrefix, false)
 	if err != nil {
 		return 0, err
+	}
+	resp, err := s.client.Get(ctx, k, clientv3.WithLimit(1))
+	if err != nil {
+		return 0, err
+	}
+	if resp.Header.Revision == 0 {
+		return 0, fmt.Errorf("the current resource version must be greater than 0")
 	}
 	return uint64(resp.Header.Revision), nil
 }

@@ -65,7 +65,7 @@ func initialEventsEnd(rv string) watch.Event {
 }
 
 // TestClientGoReflectorStreamsThenRelistsOn410 runs client-go's Reflector
-// (defaults of v0.36.4, WatchListClient on): its first request is a
+// (defaults of v0.37.0, WatchListClient on): its first request is a
 // streaming list (sendInitialEvents=true, allowWatchBookmarks=true,
 // resourceVersionMatch=NotOlderThan, resourceVersion "", timeoutSeconds in
 // [300, 600)); after a 410 in the watch it streams again from its

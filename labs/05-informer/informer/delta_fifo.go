@@ -1,6 +1,6 @@
 // Upstream: k8s.io/client-go@v0.37.0/tools/cache/delta_fifo.go (DeltaFIFO),
 // the queue every informer used until `InOrderInformers` (beta in 1.33, GA
-// and locked on in 1.36: k8s.io/client-go@v0.37.0/features/known_features.go:127-130)
+// and locked on since 1.36: k8s.io/client-go@v0.37.0/features/known_features.go:127-130)
 // replaced it with the RealFIFO. It is the design the 2020
 // article (004) describes; it is here so the two can be compared (fifo_test.go).
 //

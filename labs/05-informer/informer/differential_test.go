@@ -3,7 +3,7 @@ package informer
 // Differential tests: the same event sequences, generated at random from
 // seeds, fed through the fake server to our SharedIndexInformer and to
 // client-go's (`NewSharedIndexInformer` in k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go,
-// with its v0.36.4 defaults: RealFIFO, AtomicFIFO, batches, WatchListClient).
+// with its v0.37.0 defaults: RealFIFO, AtomicFIFO, batches, WatchListClient).
 // Both run in a testing/synctest bubble, so every timer (backoff, watch
 // timeouts, resync) is on the bubble's fake clock, and after each step
 // synctest.Wait lets both settle before the next: the steps cut the handler
@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -444,6 +445,98 @@ func TestDifferentialBlockedHandler(t *testing.T) {
 				synctest.Wait()
 				if n := stuck.count(); n != 50 {
 					t.Errorf("stuck handler got %d of 50 calls once released", n)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
+
+// TestDifferentialShutDownEventHandler: removing a handler, on our informer
+// and on client-go's (RemoveEventHandler and the `ShutDownEventHandler` that
+// 1.37 added: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1145-1155).
+// A handler is stuck in its first call, with two more queued for it.
+// RemoveEventHandler returns at once: it does not wait for that call.
+// ShutDownEventHandler (after it, so also showing that a second removal
+// does nothing) waits until the call returns, and then the handler gets
+// nothing more: not the two that were queued, not the next change. The
+// other handler gets every change. A handler removed from an informer that
+// never ran shuts down at once.
+func TestDifferentialShutDownEventHandler(t *testing.T) {
+	for _, useClientGo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clientgo=%v", useClientGo), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newFakeServer(nil)
+				held, other := newRecorder(), newRecorder()
+				held.block = make(chan struct{})
+				var runInformer func(context.Context)
+				var remove, shutDown func() error
+				if useClientGo {
+					inf := cache.NewSharedIndexInformer(srv, &corev1.ConfigMap{}, 0, cache.Indexers{})
+					reg, _ := inf.AddEventHandler(held)
+					inf.AddEventHandler(other)
+					runInformer = inf.RunWithContext
+					remove = func() error { return inf.RemoveEventHandler(reg) }
+					shutDown = func() error { return cache.ShutDownEventHandler(inf, reg) }
+
+					idle := cache.NewSharedIndexInformer(srv, &corev1.ConfigMap{}, 0, cache.Indexers{})
+					idleReg, _ := idle.AddEventHandler(newRecorder())
+					if err := cache.ShutDownEventHandler(idle, idleReg); err != nil {
+						t.Errorf("ShutDownEventHandler on an informer that never ran: %v", err)
+					}
+				} else {
+					inf := NewSharedIndexInformer(srv, Options{})
+					reg, _ := inf.AddEventHandler(held)
+					inf.AddEventHandler(other)
+					runInformer = inf.Run
+					remove = func() error { return inf.RemoveEventHandler(reg) }
+					shutDown = func() error { return ShutDownEventHandler(inf, reg) }
+
+					idle := NewSharedIndexInformer(srv, Options{})
+					idleReg, _ := idle.AddEventHandler(newRecorder())
+					if err := ShutDownEventHandler(idle, idleReg); err != nil {
+						t.Errorf("ShutDownEventHandler on an informer that never ran: %v", err)
+					}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); runInformer(ctx) }()
+				synctest.Wait()
+				for i := range 3 {
+					srv.create(fmt.Sprintf("cm-%d", i), "1")
+				}
+				synctest.Wait() // held is inside OnAdd cm-0, cm-1 and cm-2 queued for it
+
+				if err := remove(); err != nil {
+					t.Fatalf("RemoveEventHandler: %v", err)
+				}
+				shutDownReturned := make(chan error, 1)
+				go func() { shutDownReturned <- shutDown() }()
+				synctest.Wait()
+				select {
+				case err := <-shutDownReturned:
+					t.Fatalf("ShutDownEventHandler returned (%v) while the handler was still in a call", err)
+				default:
+				}
+				srv.create("cm-3", "1")
+				close(held.block) // the call in progress returns
+				synctest.Wait()
+				select {
+				case err := <-shutDownReturned:
+					if err != nil {
+						t.Errorf("ShutDownEventHandler: %v", err)
+					}
+				default:
+					t.Fatal("ShutDownEventHandler still waiting after the handler's call returned")
+				}
+				srv.create("cm-4", "1")
+				synctest.Wait()
+				if got, want := held.lines(), []string{"OnAdd cm-0 rv1 v=1 managedFields"}; !slices.Equal(got, want) {
+					t.Errorf("removed handler's calls: %q, want only the one in progress, %q", got, want)
+				}
+				if n := other.count(); n != 5 {
+					t.Errorf("the other handler got %d calls, want 5", n)
 				}
 				cancel()
 				<-done

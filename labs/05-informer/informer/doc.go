@@ -14,18 +14,18 @@
 //	delta_fifo.go        DeltaFIFO: the classic queue of the 2020 article, one Deltas per key
 //	thread_safe_store.go Indexer: the cache, with named indexes kept exact on update and delete
 //	index.go             the index functions: namespace, spec.nodeName, and one to copy
-//	shared_informer.go   SharedIndexInformer: FIFO -> Indexer -> handlers; resync; HasSynced
+//	shared_informer.go   SharedIndexInformer: FIFO -> Indexer -> handlers; resync; HasSynced; removing a handler
 //	processor_listener.go one growing buffer and one goroutine per handler
 //	lister.go            Lister: typed reads from the Indexer
 //
 // Every file names its twin in k8s.io/client-go@v0.37.0/tools/cache and what
-// it leaves out. The defaults are client-go v0.36.4's, as its
+// it leaves out. The defaults are client-go v0.37.0's, as its
 // `defaultVersionedKubernetesFeatureGates` sets them
-// (k8s.io/client-go@v0.37.0/features/known_features.go:111-145):
-// InOrderInformers (GA, locked on in 1.36: a RealFIFO, not a DeltaFIFO),
-// InOrderInformersBatchProcess (beta, on), AtomicFIFO (beta, on in 1.36),
-// UnlockWhileProcessingFIFO (beta, on in 1.36) and WatchListClient (beta, on
-// since 1.35). Handlers are
+// (k8s.io/client-go@v0.37.0/features/known_features.go:111-145), the same
+// gates as in 1.36: InOrderInformers (GA, locked on since 1.36: a
+// RealFIFO, not a DeltaFIFO), InOrderInformersBatchProcess (beta, on),
+// AtomicFIFO (beta, on since 1.36), UnlockWhileProcessingFIFO (beta, on
+// since 1.36) and WatchListClient (beta, on since 1.35). Handlers are
 // client-go's own cache.ResourceEventHandler and tombstones are client-go's
 // cache.DeletedFinalStateUnknown, so a handler written for client-go runs
 // unchanged on this informer, which is how the differential tests compare

@@ -58,7 +58,7 @@ func drain(t *testing.T, useDeltaFIFO bool, feed func(q ReflectorStore)) []strin
 // queued first), so a's takeover is delivered before b's step-down: a
 // handler (and the cache) sees both active, a state the server never had.
 // The RealFIFO delivers in arrival order. The RealFIFO is correct; this is
-// why InOrderInformers replaced the DeltaFIFO (GA, locked on, in 1.36).
+// why InOrderInformers replaced the DeltaFIFO (GA and locked on since 1.36).
 func TestDeltaFIFOReordersAcrossObjects(t *testing.T) {
 	feed := func(q ReflectorStore) {
 		must(t, q.Replace([]any{activeCM("a", "1", false), activeCM("b", "2", true)}, "2"))

@@ -1,10 +1,10 @@
 // Upstream: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go
 // (sharedProcessor: addListener, distribute, run, shouldResync;
-// processorListener: add, pop, run, shouldResync) and
-// tools/cache/synctrack/synctrack.go (SingleFileTracker, the per-handler
-// HasSynced).
+// removeListener; processorListener: add, pop, run, shouldResync,
+// ShutdownChan) and tools/cache/synctrack/synctrack.go (SingleFileTracker,
+// the per-handler HasSynced).
 //
-// Left out: RemoveEventHandler, handler names, panic recovery around a
+// Left out: handler names, panic recovery around a
 // handler (a panicking handler crashes the program here, as it does by
 // default upstream, where `processorListener.run` defers
 // `HandleCrashWithLogger`, k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1495), and
@@ -59,12 +59,28 @@ type processorListener struct {
 	resyncLock   sync.Mutex
 	resyncPeriod time.Duration
 	nextResync   time.Time
+
+	// removed is closed when the handler is removed (RemoveEventHandler):
+	// run stops after the call in progress, and drops what is pending.
+	// runFinished is closed once no call is in progress and none will
+	// come: when run has returned, or at once for a listener removed
+	// before it ever ran. Upstream's `runFinished`, new in 1.37, which
+	// `ShutDownEventHandler` waits for.
+	removed     chan struct{}
+	runFinished chan struct{}
 }
 
 func newProcessorListener(handler cache.ResourceEventHandler, requested, resyncPeriod time.Duration, now time.Time, upstreamSynced <-chan struct{}) *processorListener {
 	return &processorListener{handler: handler, wake: make(chan struct{}, 1), upstreamSynced: upstreamSynced,
-		requestedResyncPeriod: requested, resyncPeriod: resyncPeriod, nextResync: now.Add(resyncPeriod)}
+		requestedResyncPeriod: requested, resyncPeriod: resyncPeriod, nextResync: now.Add(resyncPeriod),
+		removed: make(chan struct{}), runFinished: make(chan struct{})}
 }
+
+// ShutdownChan is closed once the handler has stopped for good: removed,
+// or its informer stopped, and no call in progress. Upstream:
+// `processorListener.ShutdownChan`
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1411-1413).
+func (p *processorListener) ShutdownChan() <-chan struct{} { return p.runFinished }
 
 // HasSynced is true once the informer has synced and this handler has
 // returned from every OnAdd of the initial list (and, for a handler added
@@ -93,11 +109,15 @@ func (p *processorListener) add(n any) {
 	}
 }
 
-// run calls the handler for each notification until ctx ends; what is still
-// pending then is dropped, as upstream's `sharedProcessor.run` does when it
-// closes each listener's `addCh`
-// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1266-1302).
+// run calls the handler for each notification until ctx ends or the
+// handler is removed; what is still pending then is dropped, as upstream's
+// `sharedProcessor.run` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1266-1302)
+// and `removeListener` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1210-1232)
+// do when they close the listener's `addCh`. It closes runFinished when
+// it returns, as upstream's `processorListener.run` does
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1478-1479).
 func (p *processorListener) run(ctx context.Context) {
+	defer close(p.runFinished)
 	for {
 		p.lock.Lock()
 		if len(p.pending) == 0 {
@@ -108,14 +128,20 @@ func (p *processorListener) run(ctx context.Context) {
 				continue
 			case <-ctx.Done():
 				return
+			case <-p.removed:
+				return
 			}
 		}
 		n := p.pending[0]
 		p.pending[0] = nil
 		p.pending = p.pending[1:]
 		p.lock.Unlock()
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return
+		case <-p.removed:
+			return
+		default:
 		}
 		switch n := n.(type) {
 		case addNotification:
@@ -177,8 +203,30 @@ func (p *sharedProcessor) addListener(l *processorListener) {
 	}
 }
 
+// removeListener unregisters l: it gets no more notifications, and stops
+// after the call in progress, if any. Removing a listener twice, or one
+// of a processor that has stopped, does nothing more. Upstream:
+// `removeListener` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1210-1232),
+// which closes `runFinished` itself for a listener that never started.
+func (p *sharedProcessor) removeListener(l *processorListener) {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	if _, ok := p.listeners[l]; !ok {
+		return
+	}
+	delete(p.listeners, l)
+	if p.ctx != nil {
+		close(l.removed) // run returns and closes runFinished
+	} else {
+		close(l.runFinished) // it never ran, and now never will
+	}
+}
+
 // distribute hands n to every listener, or, for a resync notification
-// (sync), only to those whose resync is due.
+// (sync), only to those marked "syncing": a new listener (until the first
+// resync check), and at each check those whose resync is due. With no
+// resync period that mark never changes, so every handler gets a relist's
+// unchanged objects.
 func (p *sharedProcessor) distribute(n any, sync bool) {
 	p.lock.RLock()
 	defer p.lock.RUnlock()

@@ -1,7 +1,7 @@
 // Upstream: k8s.io/client-go@v0.37.0/tools/cache/the_real_fifo.go (RealFIFO,
-// in the configuration client-go v0.36.4 builds by default: `newQueueFIFO`
+// in the configuration client-go v0.37.0 builds by default: `newQueueFIFO`
 // turns AtomicEvents, UnlockWhileProcessing and EmitDeltaTypeBookmark on
-// when the AtomicFIFO gate is, as it is in 1.36:
+// when the AtomicFIFO gate is, as it is by default since 1.36:
 // k8s.io/client-go@v0.37.0/tools/cache/controller.go:1063-1093).
 //
 // Left out: the non-atomic mode (reconcileReplacement against KnownObjects at

@@ -8,7 +8,7 @@ package informer
 //
 //	cd labs/05-informer/informer && go test -run TestRecordFixtures -args -record
 //
-// Each scenario runs client-go's SharedIndexInformer (v0.36.4 defaults)
+// Each scenario runs client-go's SharedIndexInformer (v0.37.0 defaults)
 // over client-go's own ListWatch for ConfigMaps labelled app=demo in a
 // namespace of its own, with a recordingListerWatcher in between that
 // writes down every call the Reflector makes and everything it gets back,
@@ -463,7 +463,7 @@ var recordScenarios = []recordScenario{{
 	name: "restart",
 	scenario: "The informer syncs (streaming list); the recorder cuts its connection, deletes b, changes a, creates c, " +
 		"compacts etcd and restarts the apiserver (labcluster restart apiserver), whose new watch cache starts at a " +
-		"resourceVersion newer than the informer's (getAllEventsSinceLocked in k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go). " +
+		"resourceVersion newer than the informer's, so a watch from the informer's is too old (GetIntervalLocked in k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go). " +
 		"On resume the rewatch gets 410 Expired (an ERROR event), and after a backoff the Reflector relists with a streaming list " +
 		"from its last resourceVersion (a 410 on a watch does not make client-go drop it): b is gone, so the handlers get a DeletedFinalStateUnknown.",
 	streaming: true,

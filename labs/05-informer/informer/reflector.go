@@ -208,16 +208,19 @@ func (r *Reflector) setResourceVersionUnavailable(unavailable bool) {
 // `relistResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1116-1131):
 // "0" the first time (any state the watch cache has, cheap), the last
 // resourceVersion seen after that (never go back in time), and "" when that
-// one was too old. "" is a consistent read, and a 1.36 apiserver serves it
-// from its watch cache, not from etcd: with `ConsistentListFromCache` GA
-// and locked on (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365),
+// one was too old. "" is a consistent read, and a 1.37 apiserver serves it
+// from its watch cache, not from etcd, with no gate left to turn that off:
 // `ShouldDelegateConsistentRead` sends it to etcd only where etcd cannot
-// report progress (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1467-1472),
+// report progress (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1467-1472;
+// `ConsistentReadSupported`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:105-109),
 // and the cache first waits until it has caught up with etcd's current
-// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-502).
-// Only if it does not catch up in time does the list go to etcd
-// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:160-165).
-// (Upstream's comment on this function still says "from etcd".)
+// revision (`waitAndListConsistent`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-491).
+// Only if it does not catch up within 3 s does the list go to etcd
+// (`IsTooLargeResourceVersion`: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:160-170),
+// or, with the alpha gate `ConsistentListFromCacheSkipTimeoutFallback`
+// on (off by default: k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365),
+// fail with a 429. (Upstream's comment on this function still says "from
+// etcd".)
 func (r *Reflector) relistResourceVersion() string {
 	r.rvLock.RLock()
 	defer r.rvLock.RUnlock()
@@ -231,7 +234,7 @@ func (r *Reflector) relistResourceVersion() string {
 }
 
 // rewatchResourceVersion is what a streaming list asks for, as upstream's
-// `rewatchResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1135-1146):
+// `rewatchResourceVersion` (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1135-1144):
 // the last resourceVersion seen, or "" (the newest, consistent) the first
 // time, or once a list or streaming list at the last resourceVersion was
 // refused (410 or too large). After a watch's 410 it is still the last
@@ -286,7 +289,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	if isExpiredError(err) || isTooLargeResourceVersionError(err) {
 		// Our resourceVersion is gone (or from a newer server): ask for the
 		// newest state instead, a consistent read (served from the watch
-		// cache in 1.36: see relistResourceVersion).
+		// cache in 1.37: see relistResourceVersion).
 		r.setResourceVersionUnavailable(true)
 		list, paginated, err = r.listPages(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
 	}
@@ -374,9 +377,9 @@ func (r *Reflector) listPages(ctx context.Context, opts metav1.ListOptions) (run
 // resourceVersion. The objects are collected aside and handed to the store
 // as one Replace when the bookmark arrives, and the same watch goes on.
 // With resourceVersionMatch=NotOlderThan and resourceVersion "" the server
-// answers from its watch cache once that is at least as fresh as etcd, as
-// its `waitUntilFreshAndBlock` waits for
-// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1313-1352): as
+// answers from its watch cache once that is at least as fresh as etcd's
+// current revision, which `waitUntilWatchCacheFreshAndForceAllEvents`
+// waits for (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:1313-1349): as
 // consistent as a quorum LIST, without building one huge response.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 	for {

@@ -1,6 +1,6 @@
 package informer
 
-// Two answers of a 1.36 apiserver that change what a Reflector does, on our
+// Two answers of a 1.37 apiserver that change what a Reflector does, on our
 // Reflector and client-go's (k8s.io/client-go@v0.37.0/tools/cache, imported
 // side by side) over the same fake server, on a synctest clock:
 //
@@ -79,7 +79,8 @@ func (l *answeringLW) WatchWithContext(ctx context.Context, opts metav1.ListOpti
 	l.mu.Unlock()
 	if refuse {
 		// What a restarted kube-apiserver answers while its watch cache
-		// is not ready (ResilientWatchCacheInitialization).
+		// is not ready (a gate, ResilientWatchCacheInitialization, until 1.37;
+		// always since).
 		return nil, apierrors.NewTooManyRequests("storage is (re)initializing", 1)
 	}
 	return l.fakeServer.WatchWithContext(ctx, opts)

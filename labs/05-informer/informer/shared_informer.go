@@ -4,7 +4,8 @@
 // controller.go (controller.processLoop, processDeltas,
 // processDeltasInBatch, processReplacedAllInfo, newQueueFIFO).
 //
-// Left out: RemoveEventHandler, SetWatchErrorHandler after creation (ours
+// Left out: the typed wrappers of 1.37 (TypedSharedIndexInformer,
+// DeletedObject: DEEPER.md, "What changed in 1.37"), SetWatchErrorHandler after creation (ours
 // is an option), the cache mutation detector, metrics and identifiers,
 // IsStopped/HasStarted, and running without the batch mode
 // (InOrderInformersBatchProcess off). Kept from the past on purpose: the
@@ -174,6 +175,43 @@ func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEv
 		l.add(addNotification{newObj: obj, isInInitialList: true})
 	}
 	return l, nil
+}
+
+// RemoveEventHandler unregisters the handler of reg. It does not wait: a
+// call in progress goes on after it returns, and may still be running
+// (ShutDownEventHandler waits). Notifications queued for the handler and
+// not yet delivered are dropped. Removing it again does nothing. Upstream:
+// `sharedIndexInformer.RemoveEventHandler`, under `blockDeltas` as here
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1126-1137), whose
+// interface comment says, since 1.37, that it is asynchronous
+// (`RemoveEventHandler`: k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:178-190).
+func (s *SharedIndexInformer) RemoveEventHandler(reg Registration) error {
+	l, ok := reg.(*processorListener)
+	if !ok {
+		return fmt.Errorf("RemoveEventHandler: %T is not a registration of this informer", reg)
+	}
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	s.processor.removeListener(l)
+	return nil
+}
+
+// ShutDownEventHandler removes the handler of reg and waits until it has
+// stopped: when it returns, no call of that handler is in progress and
+// none will come, so the handler's resources can be released. It must not
+// be called from inside that handler's own callbacks: it would wait for
+// itself. Upstream: `ShutDownEventHandler`, new in 1.37
+// (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1145-1155), a
+// function as here, which waits on the registration's `ShutdownChan`.
+// TestDifferentialShutDownEventHandler runs both.
+func ShutDownEventHandler(s *SharedIndexInformer, reg Registration) error {
+	if err := s.RemoveEventHandler(reg); err != nil {
+		return err
+	}
+	<-reg.(*processorListener).ShutdownChan()
+	return nil
 }
 
 // determineResyncPeriod: a handler cannot resync more often than the
@@ -400,8 +438,9 @@ func (s *SharedIndexInformer) onAdd(obj any, isInInitialList bool) {
 
 // onUpdate: an update that did not change the resourceVersion is a resync
 // (a SyncAll, or a relist that found the object unchanged), and goes only to
-// the handlers whose resync is due, as upstream's `OnUpdate` decides with
-// `isSync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1091-1110).
+// the handlers marked "syncing" (see sharedProcessor.distribute: every
+// handler, when there is no resync period), as upstream's `OnUpdate`
+// decides with `isSync` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1091-1110).
 func (s *SharedIndexInformer) onUpdate(old, new any) {
 	isSync := false
 	if o, err := meta.Accessor(old); err == nil {

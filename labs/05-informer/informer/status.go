@@ -5,10 +5,11 @@ package informer
 //
 // Upstream twin: none. client-go's Reflector shows its state only in its
 // logs and through `LastSyncResourceVersion`
-// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1097-1101), and 1.36's
-// informer metrics of the FIFO and store, not of the Reflector
+// (k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1097-1101), and its
+// informer metrics are of the FIFO and store, not of the Reflector
 // (`InformerMetricsProvider`, queue depth, processing latency and store RV:
-// k8s.io/client-go@v0.36.4/tools/cache/fifo_metrics.go:37-59); this is the
+// k8s.io/client-go@v0.37.0/tools/cache/informer_metrics.go:37-59, the file
+// 1.36 called fifo_metrics.go); this is the
 // course's addition so that a learner can watch a relist happen. It is
 // written at the points where the Reflector changes what it does and read
 // under a mutex; it changes no behaviour.

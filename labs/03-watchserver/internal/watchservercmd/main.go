@@ -33,6 +33,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.HistorySize, "history", 1000, "how many events a watch from an old resourceVersion can replay")
 	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", 0, "how often a watcher that allows bookmarks gets one (default 1m)")
 	fs.DurationVar(&cfg.MinRequestTimeout, "min-request-timeout", 0, "a watch without timeoutSeconds ends after 1-2x this (default 30m)")
+	compress := fs.Bool("watch-list-compression", true, "answer a watch-list that accepts gzip with gzip (kube-apiserver's gate WatchListCompression)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,6 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "watchserver: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	cfg.DisableWatchListCompression = !*compress
 	in, err := apiserver.Start(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "watchserver:", err)
