@@ -3,6 +3,7 @@ module github.com/listwatch-labs/listwatch-labs/labs/04-cacher
 go 1.26.0
 
 require (
+	github.com/google/btree v1.1.3
 	github.com/prometheus/client_golang v1.24.0
 	github.com/rogpeppe/go-internal v1.16.0
 	go.etcd.io/etcd/api/v3 v3.7.0

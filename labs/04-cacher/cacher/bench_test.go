@@ -34,7 +34,7 @@ import (
 // BenchmarkCacherFanout: N watchers, each a counting consumer, all watching
 // one resource; b.N pods created by 4 writers on the same embedded etcd.
 // impl=lab is this package over this lab's etcd3 store; impl=upstream is
-// k8s.io/apiserver@v0.36.4's Cacher (NewCacherFromConfig) over its own etcd3
+// k8s.io/apiserver@v0.37.0's Cacher (NewCacherFromConfig) over its own etcd3
 // store, built here from their Configs.
 //
 // Reported per sub-benchmark:
@@ -259,7 +259,7 @@ type noCompactor struct{}
 
 func (noCompactor) CompactRevision() int64 { return 0 }
 
-// newUpstreamCacher builds k8s.io/apiserver@v0.36.4's etcd3 store and
+// newUpstreamCacher builds k8s.io/apiserver@v0.37.0's etcd3 store and
 // Cacher for pods under prefix, on the benchmark's etcd, as
 // storagebackend/factory and registry/generic/registry would, minus what a
 // benchmark does not need (TLS, encryption at rest, compaction, metrics).
@@ -298,7 +298,7 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 	}
 }
 
-// newUpstreamStore is k8s.io/apiserver@v0.36.4's etcd3 store for pods under
+// newUpstreamStore is k8s.io/apiserver@v0.37.0's etcd3 store for pods under
 // prefix, with its own etcd client, as `newETCD3Storage` makes one per
 // resource (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:455-461).
 func newUpstreamStore(b testing.TB, prefix string) (storage.Interface, func()) {

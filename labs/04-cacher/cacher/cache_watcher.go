@@ -23,11 +23,19 @@ package cacher
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:357-365):
 // our choice, since every consumer in this course only reads.
 //
-// Left out: the graceful drain of a terminated watcher that is owed its
-// initial-events-end bookmark (upstream's `cacheWatcherBookmarkReceived`
-// state, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:38-51).
-// Ours sends that bookmark from its own goroutine right after the initial
-// events, so a terminated watcher owes nothing.
+// Both send the initial-events-end bookmark at the same point: right after
+// the last initial event, on the watcher's goroutine (upstream's
+// `processInterval`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:450-530).
+// Left out: what upstream does when it cuts a watcher off. If the watcher
+// already holds, in its input, a bookmark at or after the RV it must
+// report (`cacheWatcherBookmarkReceived`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:38-51),
+// `add` ends it gracefully: it goes on delivering what it holds, that
+// bookmark included, so its client can resume from there
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:180-231).
+// Ours stops at once and sends nothing more: a streaming-list watcher cut
+// off during its initial events never sends its bookmark, and its client
+// starts again.
 
 import (
 	"context"
@@ -40,6 +48,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/clock"
 )
 
 // filterFunc says whether an object (by key, labels, fields) is one this
@@ -70,6 +79,11 @@ type cacheWatcher struct {
 	// initialEventsEndRV, if non-zero, is the RV of the initial-events-end
 	// bookmark this watcher sends after its initial events.
 	initialEventsEndRV uint64
+
+	// clock and dispatchDurations time each delivered live event (the
+	// Cacher's clock and histograms; nil: not timed).
+	clock             clock.PassiveClock
+	dispatchDurations *[numDispatchStages]durationHistogram
 
 	// What the course's live view shows (state.go); upstream's
 	// cacheWatcher keeps none of it. Counting costs two atomic adds per
@@ -191,14 +205,28 @@ func (c *cacheWatcher) send(ev watch.Event) bool {
 	}
 }
 
-// process is the watcher's goroutine: first the initial events (the ring's
-// events after the watch's RV, or the current objects), then the
-// initial-events-end bookmark if the client asked for one, then live events
-// newer than startRV, the RV the initial events brought it to.
-func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEvent, startRV uint64) {
+// processInterval is the watcher's goroutine: first the initial events
+// (the ring's events after the watch's RV, or the current objects), taken
+// from the interval one Next at a time, then the initial-events-end
+// bookmark if the client asked for one, then live events newer than
+// startRV, the RV the initial events brought it to (upstream: the same
+// `processInterval`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:450-530).
+// An interval over a snapshot walks it at the first Next, here, on this
+// goroutine, with no lock held.
+func (c *cacheWatcher) processInterval(ctx context.Context, interval *watchCacheInterval, startRV uint64) {
 	defer close(c.result)
 	defer c.stop()
-	for _, ev := range initEvents {
+	for {
+		ev, err := interval.Next()
+		if err != nil {
+			// As upstream: end the stream with no ERROR; the client
+			// watches again and learns what went wrong then.
+			c.endReason.CompareAndSwap(nil, ptr(EndIntervalFailed))
+			return
+		}
+		if ev == nil {
+			break
+		}
 		if we, ok := c.convertToWatchEvent(ev); ok {
 			if !c.send(we) {
 				return
@@ -222,9 +250,11 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 				continue
 			}
 			if we, ok := c.convertToWatchEvent(ev); ok {
+				builtAt := c.now()
 				if !c.send(we) {
 					return
 				}
+				c.observeDispatchMetrics(ev, builtAt, c.now())
 				c.delivered(ev)
 			}
 		case <-c.done:
@@ -234,6 +264,30 @@ func (c *cacheWatcher) process(ctx context.Context, initEvents []*watchCacheEven
 			return
 		}
 	}
+}
+
+func (c *cacheWatcher) now() time.Time {
+	if c.clock == nil {
+		return time.Time{}
+	}
+	return c.clock.Now()
+}
+
+// observeDispatchMetrics records how long a delivered live event took, in
+// three stages, as upstream's `observeDispatchMetrics` does
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cache_watcher.go:562-571):
+// storage_to_cache from RecordTime to CacheReceived, cache_to_watcher from
+// the watch event built to it put on result, total from RecordTime to put
+// on result. Not for bookmarks, and not for initial events.
+func (c *cacheWatcher) observeDispatchMetrics(ev *watchCacheEvent, builtAt, sentAt time.Time) {
+	if c.dispatchDurations == nil || ev.Type == watch.Bookmark || sentAt.IsZero() || ev.RecordTime.IsZero() {
+		return
+	}
+	if !ev.CacheReceived.IsZero() {
+		c.dispatchDurations[stageStorageToCache].observe(ev.CacheReceived.Sub(ev.RecordTime))
+	}
+	c.dispatchDurations[stageCacheToWatcher].observe(sentAt.Sub(builtAt))
+	c.dispatchDurations[stageTotal].observe(sentAt.Sub(ev.RecordTime))
 }
 
 // errWatcher is a watch that is one ERROR event and then closed: the answer

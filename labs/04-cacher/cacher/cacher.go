@@ -14,33 +14,36 @@
 //
 // The files, in the order data flows:
 //
-//	reflector.go         list etcd once, then watch it (one etcd watch per resource)
-//	watch_cache.go       the current objects, a ring of recent events, the current RV
-//	dispatch.go          one goroutine fans each event out to the watchers
-//	trigger.go           which indexed watchers (spec.nodeName=X) an event is offered to
-//	time_budget.go       how long dispatch may wait for slow watchers
-//	time_budget_take.go  taking from and returning to that budget
-//	caching_object.go    one encoding of an event, shared by its watchers
-//	cache_watcher.go     one client's watch: input -> filter -> result
-//	convert.go           what one watcher sees of an event: ADDED, MODIFIED or DELETED
-//	consistent_read.go   a LIST with RV "" served from the cache, or from etcd
-//	progress.go          one progress requester for every reader waiting on the cache
-//	metrics.go           counters that show what happened
+//	reflector.go             list etcd once, then watch it (one etcd watch per resource)
+//	watch_cache.go           the cache: its lock, its RV, reads that wait until it is fresh
+//	watch_cache_history.go   the ring of recent events
+//	store/                   the current objects: a B-tree and its immutable snapshots
+//	watch_cache_interval.go  the initial events of a new watch
+//	dispatch.go              one goroutine fans each event out to the watchers
+//	trigger.go               which indexed watchers (spec.nodeName=X) an event is offered to
+//	time_budget.go           how long dispatch may wait for slow watchers
+//	time_budget_take.go      taking from and returning to that budget
+//	caching_object.go        one encoding of an event, shared by its watchers
+//	cache_watcher.go         one client's watch: input -> filter -> result
+//	convert.go               what one watcher sees of an event: ADDED, MODIFIED or DELETED
+//	consistent_read.go       a LIST with RV "" served from the cache, or from etcd
+//	progress.go              one progress requester for every reader waiting on the cache
+//	metrics.go               counters that show what happened
 //
 // trigger.go, time_budget_take.go and convert.go are the solutions of the
 // lab's exercises; the *_exercise.go stubs replace them under -tags
 // exercise.
 //
 // What upstream does that this package leaves out is listed in each file.
-// Across all of them: no feature gates (consistent lists are always served
-// from the cache, as with `ConsistentListFromCache`, GA and locked on since
-// 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365;
-// sendInitialEvents is always accepted), no tracing, no Prometheus
-// registration (Metrics returns the numbers; the miniapiserver exports them
-// on /metrics), no snapshots for exact-RV and paginated lists (those go to
-// etcd; upstream's `ListFromCacheSnapshot`, beta and on by default since
-// 1.34, k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:410-413,
-// serves them from memory), and no namespace/name scoping of watchers.
+// Across all of them: no feature gates (consistent lists are served from
+// the cache, which upstream does with no gate since 1.37; sendInitialEvents
+// is always accepted; snapshots are always on, as with upstream's
+// `ListFromCacheSnapshot`, beta and on by default since 1.34,
+// k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:410-413), no
+// tracing, no Prometheus registration (Metrics returns the numbers; the
+// miniapiserver exports them on /metrics), no exact-RV and paginated lists
+// from the cache (those go to etcd; upstream serves them from older
+// snapshots), and no namespace/name scoping of watchers.
 package cacher
 
 import (
@@ -64,6 +67,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/clock"
+
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/cacher/store"
 )
 
 const (
@@ -151,6 +156,10 @@ type Cacher struct {
 	dispatchTimeoutBudget *timeBudget
 
 	metrics metrics
+
+	// afterSnapshot, if set (by tests), runs in a LIST after the read lock
+	// is released and before the snapshot is walked.
+	afterSnapshot func()
 
 	// started is when the Cacher was made: the downtime a not-ready
 	// answer's Retry-After grows with.
@@ -262,9 +271,10 @@ func (c *Cacher) Ready() bool {
 // checkReady is what a request meets while the cache is not ready (its
 // first list not loaded yet, or the Cacher stopped): it does not wait, it
 // fails at once with 429 Too Many Requests and a Retry-After that grows
-// with how long the cache has been down, as upstream's Cacher does since
-// `ResilientWatchCacheInitialization` went GA: its Watch and GetList call
-// `checkAndReadGeneration` or `check` and answer `NewTooManyRequests`
+// with how long the cache has been down, as upstream's Cacher does (with
+// no gate since 1.37; in 1.36 it was `ResilientWatchCacheInitialization`,
+// GA and locked on): its Watch and GetList call `checkAndReadGeneration`
+// or `check` and answer `NewTooManyRequests`
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:531-533,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:769-771).
 //
@@ -378,6 +388,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	deadline, _ := ctx.Deadline()
 	watcher := newCacheWatcher(chanSize, filterFor(preparedKey, opts.Recursive, pred), c.versioner, c.newFunc,
 		deadline, pred.AllowWatchBookmarks)
+	watcher.clock, watcher.dispatchDurations = c.clock, &c.metrics.dispatchDurations
 
 	// requiredRV is the RV the watch starts from. RV "" with
 	// sendInitialEvents set, true or false, means "from etcd's current
@@ -396,16 +407,17 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	// cache has it (asking etcd for progress meanwhile). Without initial
 	// events there is nothing to wait for: the watcher simply skips live
 	// events up to requiredRV.
+	c.watchCache.RLock()
+	defer c.watchCache.RUnlock()
 	if sendInitialEvents && requiredRV > 0 {
-		if err := c.watchCache.waitUntilFreshAndRLock(ctx, requiredRV, c.progress); err != nil {
+		if err := c.watchCache.waitUntilFreshLocked(ctx, requiredRV, c.progress); err != nil {
 			return newErrWatcher(statusFor(err)), nil
 		}
-		c.watchCache.mu.RUnlock()
 	}
-
-	c.watchCache.mu.RLock()
-	defer c.watchCache.mu.RUnlock()
-	initEvents, err := c.watchCache.getAllEventsSinceLocked(requiredRV, opts.SendInitialEvents)
+	// The interval is taken under the read lock, in O(1) when it is the
+	// whole state (a lazy snapshot): its events are copied on the
+	// watcher's goroutine, at its first Next.
+	interval, err := c.watchCache.getAllEventsSinceLocked(requiredRV, preparedKey, opts.Recursive, opts.SendInitialEvents)
 	if err != nil {
 		return newErrWatcher(statusFor(err)), nil
 	}
@@ -455,7 +467,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts storage.ListOptions
 	}
 	c.mu.Unlock()
 
-	go watcher.process(ctx, initEvents, startRV)
+	go watcher.processInterval(ctx, interval, startRV)
 	return watcher, nil
 }
 
@@ -511,18 +523,17 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions, o
 		// Not ready: etcd answers, rather than a 429.
 		return c.storage.Get(ctx, key, opts, objPtr)
 	}
-	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, nil); err != nil {
+	item, exists, cacheRV, err := c.watchCache.WaitUntilFreshAndGet(ctx, rv, preparedKey)
+	if err != nil {
 		return err
 	}
-	defer c.watchCache.mu.RUnlock()
-	elem, ok := c.watchCache.store[preparedKey]
-	if !ok {
+	if !exists {
 		if opts.IgnoreNotFound {
 			return runtime.SetZeroValue(objPtr)
 		}
-		return storage.NewKeyNotFoundError(key, int64(c.watchCache.resourceVersion))
+		return storage.NewKeyNotFoundError(key, int64(cacheRV))
 	}
-	return copyInto(elem.Object, objPtr)
+	return copyInto(item.(*store.Element).Object, objPtr)
 }
 
 func copyInto(src, dst runtime.Object) error {
@@ -538,10 +549,11 @@ func copyInto(src, dst runtime.Object) error {
 // for RV ""), and from etcd when the cache cannot answer it: an exact RV, a
 // continue token, or a limit with any RV but "0". Those need etcd's MVCC
 // history or a paginated answer. Upstream serves exact RVs and continue
-// pages from B-tree snapshots of the cache, and a limited consistent list
-// from its live B-tree (`waitUntilFreshAndList`,
+// pages from older B-tree snapshots of the cache, and a limited consistent
+// list from its newest one (`waitUntilFreshAndList`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:416-448); we
-// keep no snapshots, and our store is a map with no order to page through.
+// keep the same snapshots (store/) but read only the newest: our choice,
+// to keep this routing short.
 // A limit with RV "0" is ignored and the whole list served from memory, as
 // upstream's `computeListLimit` does
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:740-745).
@@ -586,21 +598,26 @@ func (c *Cacher) listFromCache(ctx context.Context, key string, opts storage.Lis
 	if err != nil || listVal.Kind() != reflect.Slice {
 		return fmt.Errorf("need a pointer to slice, got %T", listPtr)
 	}
-	if err := c.watchCache.waitUntilFreshAndRLock(ctx, rv, progress); err != nil {
+	// The read lock is held only to wait and to take the newest snapshot;
+	// the walk, the filter and the copies run without it.
+	snap, cacheRV, err := c.watchCache.waitAndGetLatestSnapshot(ctx, rv, preparedKey, progress)
+	if err != nil {
+		return err
+	}
+	if c.afterSnapshot != nil {
+		c.afterSnapshot()
+	}
+	items, err := snap.OrderedListPrefix(preparedKey, "")
+	if err != nil {
 		return err
 	}
 	filter := filterFor(preparedKey, opts.Recursive, opts.Predicate)
-	var selected []runtime.Object
-	for _, e := range c.watchCache.listLocked() {
+	listVal.Set(reflect.MakeSlice(listVal.Type(), 0, len(items)))
+	for _, item := range items {
+		e := item.(*store.Element)
 		if filter(e.Key, e.Labels, e.Fields) {
-			selected = append(selected, e.Object)
+			listVal.Set(reflect.Append(listVal, reflect.ValueOf(e.Object.DeepCopyObject()).Elem()))
 		}
-	}
-	cacheRV := c.watchCache.resourceVersion
-	c.watchCache.mu.RUnlock()
-	listVal.Set(reflect.MakeSlice(listVal.Type(), 0, len(selected)))
-	for _, obj := range selected {
-		listVal.Set(reflect.Append(listVal, reflect.ValueOf(obj.DeepCopyObject()).Elem()))
 	}
 	c.metrics.listsFromCache.Add(1)
 	return c.versioner.UpdateList(listObj, cacheRV, "", nil)

@@ -194,10 +194,10 @@ func TestWatchFromACompactedRingIs410(t *testing.T) {
 	}
 	// Force the ring to have dropped the events (as a full ring would).
 	waitFor(t, "cache caught up", func() bool { return e.cacher.Metrics().EventsDispatched == 4 })
-	e.cacher.watchCache.mu.Lock()
-	e.cacher.watchCache.startIndex = e.cacher.watchCache.endIndex - 1
-	e.cacher.watchCache.removedEventSinceRelist = true
-	e.cacher.watchCache.mu.Unlock()
+	e.cacher.watchCache.Lock()
+	e.cacher.watchCache.history.startIndex = e.cacher.watchCache.history.endIndex - 1
+	e.cacher.watchCache.history.removedEventSinceRelist = true
+	e.cacher.watchCache.Unlock()
 
 	w, err := e.cacher.Watch(context.Background(), e.prefix, storage.ListOptions{ResourceVersion: first.ResourceVersion, Recursive: true, Predicate: everything()})
 	if err != nil {

@@ -8,8 +8,8 @@ package cacher
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:131-183);
 // `waitAndListConsistent`, which reads etcd's current revision
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:483-491); and
-// `waitUntilFreshAndBlock`, which waits for the cache at most `blockTimeout`,
-// 3 s (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:325-362).
+// `waitUntilFreshLocked`, which waits for the cache at most `blockTimeout`,
+// 3 s (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:317-362).
 //
 // RV "" means "the newest data". The cache may be behind etcd by a few
 // events, so it cannot just answer. Instead:
@@ -35,10 +35,16 @@ package cacher
 // apiserver_watch_cache_consistent_read_total with fallback="true"/"false",
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:233-240).
 //
-// Left out: the check that etcd supports progress requests (`ConsistentReadSupported`,
+// Left out: the check that etcd supports progress requests
+// (`ConsistentReadSupported`,
 // k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator/interface.go:107-109;
-// etcd 3.6 and 3.7 do). Upstream has no feature gate for this any more:
-// ConsistentListFromCache, GA and locked on since 1.34, was removed in 1.37.
+// every etcd this course runs does), and the alpha gate
+// `ConsistentListFromCacheSkipTimeoutFallback`, new in 1.37 and off by
+// default (k8s.io/apiserver@v0.37.0/pkg/features/kube_features.go:363-365),
+// which answers 429 instead of falling back to etcd
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/delegator.go:160-168). Serving
+// consistent LISTs from the cache has no gate since 1.37: 1.36's
+// `ConsistentListFromCache`, GA and locked on, was deleted.
 
 import (
 	"context"

@@ -52,9 +52,9 @@ func (c *Cacher) dispatchEvents(ticker clock.Ticker) {
 	case <-c.stopCh:
 		return
 	}
-	c.watchCache.mu.RLock()
+	c.watchCache.RLock()
 	lastRV := c.watchCache.resourceVersion
-	c.watchCache.mu.RUnlock()
+	c.watchCache.RUnlock()
 	for {
 		select {
 		case ev := <-c.incoming:

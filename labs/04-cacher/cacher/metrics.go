@@ -9,12 +9,77 @@ package cacher
 // (apiserver_watch_cache_initializations_total) and `ConsistentReadTotal`
 // (apiserver_watch_cache_consistent_read_total), among others
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:127-240).
+// New in 1.37, the dispatch-duration histogram,
+// apiserver_watch_events_dispatch_duration_seconds{group,resource,stage}
+// (`DispatchStageDuration`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:269-278,
+// with the same buckets and stages, observed in cache_watcher.go's
+// observeDispatchMetrics).
 // Upstream registers Prometheus metrics with `MustRegister`
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:287-306);
 // here they are plain counters read with Metrics(), and whoever serves
 // /metrics (the miniapiserver) exports them.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
+
+// The stages of the dispatch-duration histogram (upstream: `DispatchStage`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:40-65).
+const (
+	stageTotal = iota
+	stageStorageToCache
+	stageCacheToWatcher
+	numDispatchStages
+)
+
+// DispatchStages names the stages, by index: the histogram's stage label.
+var DispatchStages = [numDispatchStages]string{"total", "storage_to_cache", "cache_to_watcher"}
+
+// DispatchDurationBuckets are the histogram's upper bounds in seconds,
+// upstream's `Buckets` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:277).
+var DispatchDurationBuckets = [numDispatchBuckets]float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
+const numDispatchBuckets = 13
+
+// durationHistogram counts durations into DispatchDurationBuckets, with no
+// lock: each watcher's goroutine observes into it.
+type durationHistogram struct {
+	buckets  [numDispatchBuckets]atomic.Uint64 // not cumulative
+	count    atomic.Uint64
+	sumNanos atomic.Int64
+}
+
+func (h *durationHistogram) observe(d time.Duration) {
+	s := d.Seconds()
+	for i, bound := range DispatchDurationBuckets {
+		if s <= bound {
+			h.buckets[i].Add(1)
+			break
+		}
+	}
+	h.count.Add(1)
+	h.sumNanos.Add(int64(d))
+}
+
+// Histogram is a histogram's state: Buckets[i] counts the observations
+// <= DispatchDurationBuckets[i] (cumulative, as Prometheus wants).
+type Histogram struct {
+	Count   uint64
+	Sum     float64 // seconds
+	Buckets []uint64
+}
+
+func (h *durationHistogram) state() Histogram {
+	st := Histogram{Count: h.count.Load(), Sum: time.Duration(h.sumNanos.Load()).Seconds(),
+		Buckets: make([]uint64, len(DispatchDurationBuckets))}
+	var cum uint64
+	for i := range h.buckets {
+		cum += h.buckets[i].Load()
+		st.Buckets[i] = cum
+	}
+	return st
+}
 
 type metrics struct {
 	eventsDispatched         atomic.Int64
@@ -31,6 +96,7 @@ type metrics struct {
 	consistentReadsFallback  atomic.Int64
 	progressRequests         atomic.Int64
 	lastReflectorError       atomic.Value // string
+	dispatchDurations        [numDispatchStages]durationHistogram
 }
 
 // Metrics is a snapshot of the Cacher's counters and gauges.
@@ -76,6 +142,11 @@ type Metrics struct {
 	// keep it for whoever shows metrics, and in the message of a not-ready
 	// 429.
 	LastReflectorError string
+	// DispatchDurations is, by stage (DispatchStages), how long delivered
+	// live events took: total from RecordTime to the watcher's result
+	// channel, storage_to_cache from RecordTime to CacheReceived,
+	// cache_to_watcher from the watch event built to it sent.
+	DispatchDurations [numDispatchStages]Histogram
 }
 
 // Metrics returns the current counters.
@@ -86,12 +157,17 @@ func (c *Cacher) Metrics() Metrics {
 		watchers += len(ws)
 	}
 	c.mu.Unlock()
-	c.watchCache.mu.RLock()
-	capacity, rv := c.watchCache.capacity, c.watchCache.resourceVersion
-	c.watchCache.mu.RUnlock()
+	c.watchCache.RLock()
+	capacity, rv := c.watchCache.history.Capacity(), c.watchCache.resourceVersion
+	c.watchCache.RUnlock()
 	m := &c.metrics
 	lastErr, _ := m.lastReflectorError.Load().(string)
+	var durations [numDispatchStages]Histogram
+	for i := range durations {
+		durations[i] = m.dispatchDurations[i].state()
+	}
 	return Metrics{
+		DispatchDurations:        durations,
 		Watchers:                 watchers,
 		RingCapacity:             capacity,
 		ResourceVersion:          rv,

@@ -34,9 +34,14 @@ package cacher
 //     (k8s.io/client-go@v0.37.0/features/known_features.go:141-144;
 //     `useWatchList`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:361-368):
 //     it watches the etcd3 store with `SendInitialEvents`
-//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:108-136),
-//     which reads etcd in pages of 10,000 and ends the initial events with
-//     the initial-events-end bookmark (`startWatching`,
+//     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:108-136;
+//     kube-apiserver's own gate must be on too, beta and on by default,
+//     else it refuses and the reflector lists (`WatchList`,
+//     k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:130-132),
+//     which reads etcd's current state (with etcd's RangeStream since 1.37,
+//     else in pages of 10,000: `sync`,
+//     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:298-312) and
+//     ends the initial events with the initial-events-end bookmark (`startWatching`,
 //     k8s.io/apiserver@v0.37.0/pkg/storage/etcd3/watcher.go:444-476). Its
 //     `storageWatchListPageSize` of 10,000
 //     (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:450) pages only
@@ -122,9 +127,9 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.metrics.relists.Add(1)
 
 	for {
-		c.watchCache.mu.RLock()
+		c.watchCache.RLock()
 		rv := c.watchCache.resourceVersion
-		c.watchCache.mu.RUnlock()
+		c.watchCache.RUnlock()
 		if err := c.watchOnce(ctx, rv, everything); err != nil || ctx.Err() != nil {
 			return err // relist (runReflector waits relistBackoff first)
 		}
@@ -140,6 +145,12 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 		Recursive:       true,
 		ProgressNotify:  true, // so progress notifications reach us as bookmarks
 		Predicate:       everything,
+		// Ask the storage to stamp each event with when it saw it; a
+		// storage that does wraps each object in a
+		// storage.WatchEventWithRecordTime, which processEvent unwraps.
+		// Upstream's listerWatcher sets `RecordTimestamps` too
+		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/lister_watcher.go:117).
+		RecordTimestamps: true,
 	})
 	if err != nil {
 		return err
@@ -154,7 +165,11 @@ func (c *Cacher) watchOnce(ctx context.Context, rv uint64, everything storage.Se
 				return err
 			}
 		case watch.Bookmark:
-			bookmarkRV, err := c.versioner.ObjectResourceVersion(ev.Object)
+			obj := ev.Object
+			if wrapped, ok := obj.(storage.WatchEventWithRecordTime); ok {
+				obj = wrapped.Unwrap()
+			}
+			bookmarkRV, err := c.versioner.ObjectResourceVersion(obj)
 			if err == nil {
 				c.watchCache.UpdateResourceVersion(bookmarkRV)
 			}

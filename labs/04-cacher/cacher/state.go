@@ -36,6 +36,9 @@ const (
 	EndCacherRelisted = "the Cacher relisted: every watcher ends and its client watches again"
 	// EndCacherStopped: the Cacher was stopped (the API server stops).
 	EndCacherStopped = "the Cacher stopped"
+	// EndIntervalFailed: its initial events could not be read (a
+	// snapshot's item was not an object): upstream ends such a watcher too.
+	EndIntervalFailed = "its initial events could not be read"
 )
 
 // endedKept is how many ended watchers State remembers.
@@ -96,15 +99,16 @@ type WatcherState struct {
 func (c *Cacher) State() State {
 	st := State{Ready: c.Ready(), Metrics: c.Metrics(), BudgetLeft: c.dispatchTimeoutBudget.available()}
 	w := c.watchCache
-	w.mu.RLock()
+	w.RLock()
 	st.ResourceVersion = w.resourceVersion
-	st.Objects = len(w.store)
-	st.Ring = RingState{Capacity: w.capacity, Len: w.endIndex - w.startIndex, Resizes: w.resizes}
+	st.Objects = w.storage.Len()
+	h := w.history
+	st.Ring = RingState{Capacity: h.capacity, Len: h.endIndex - h.startIndex, Resizes: h.resizes}
 	if st.Ring.Len > 0 {
-		st.Ring.OldestRV = w.cache[w.startIndex%w.capacity].ResourceVersion
-		st.Ring.NewestRV = w.cache[(w.endIndex-1)%w.capacity].ResourceVersion
+		st.Ring.OldestRV = h.cache[h.startIndex%h.capacity].ResourceVersion
+		st.Ring.NewestRV = h.cache[(h.endIndex-1)%h.capacity].ResourceVersion
 	}
-	w.mu.RUnlock()
+	w.RUnlock()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -4,7 +4,7 @@
 // an event's object and of its previous state
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:879-894), and the
 // `valueWatchers` of indexedWatchers
-// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:142-147): a
+// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:143-146): a
 // watcher of one trigger value, a kubelet's spec.nodeName=node-1, is
 // offered only the events of its value. Upstream uses the trigger only when
 // the request's predicate names the field in `IndexFields`

@@ -42,7 +42,7 @@ func (s *recordingStorage) Watch(ctx context.Context, key string, opts storage.L
 	return s.Interface.Watch(ctx, key, opts)
 }
 
-// Upstream's Cacher (k8s.io/apiserver@v0.36.4), over upstream's etcd3
+// Upstream's Cacher (k8s.io/apiserver@v0.37.0), over upstream's etcd3
 // store, loads without a LIST: its reflector watches the store with
 // sendInitialEvents=true and bookmarks, and is ready once the store's
 // initial events and initial-events-end bookmark have arrived. This

@@ -3,38 +3,40 @@ package cacher
 // The watchCache: what the Cacher knows about one resource.
 //
 // Upstream twin: the `watchCache` type of
-// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:80-127
-// (processEvent, updateCache, resizeCacheLocked, getAllEventsSinceLocked,
-// Replace, UpdateResourceVersion, waitUntilFreshAndBlock,
-// suggestedWatchChannelSize).
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:75-127
+// (processEvent, UpdateResourceVersion, waitUntilFreshLocked,
+// waitAndGetLatestSnapshot, WaitUntilFreshAndGet, Replace,
+// getAllEventsSinceLocked, getIntervalFromStoreLocked).
 //
-// It holds three things, all guarded by one RWMutex:
-//   - the store: every object of the resource as of resourceVersion, by key;
-//   - the ring: the most recent events, oldest first, sized by capacity;
+// Since 1.37 it is split in three, as upstream's is, all guarded by the
+// watchCache's one RWMutex:
+//   - history (watch_cache_history.go): the ring of recent events;
+//   - storage (store/watch_cache_storage.go): every object as of
+//     resourceVersion, in a B-tree, and an immutable snapshot of it after
+//     each change;
 //   - resourceVersion: how far the cache has seen etcd's history. Events
 //     move it, and so do etcd's progress notifications, which say "nothing
 //     for you up to revision N".
 //
-// Left out: the indexers of the store (the store here is a plain map,
-// listed in key order on demand; upstream's is a B-tree, `NewIndexer`
-// with `BtreeWatchCache`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:81-83,
-// and keeps snapshots of it for exact-RV and continue lists), and the
-// `watchCacheInterval` (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_interval.go:35-57):
-// upstream hands a new watcher a lazy iterator over the ring, which
-// copies 100 events at a time and, if the ring wraps past it first, ends
-// the watcher with no ERROR (the client learns the 410 when it watches
-// again). We copy every event the watcher needs when it starts, under mu:
-// simpler, never cut off that way, one allocation per new watch.
+// Reads at the newest state take the newest snapshot under the read lock
+// and walk it after unlocking (waitAndGetLatestSnapshot,
+// getIntervalFromStoreLocked): a LIST of 10,000 pods no longer holds the
+// lock while it copies them, so it no longer delays the reflector's
+// writes.
+//
+// Left out: the store's indexes (store/store.go), the cache's own
+// Add/Update/Delete/Replace as a client-go Store (our reflector calls
+// processEvent and Replace directly), upstream's exact-RV and continue
+// LISTs from older snapshots (ours go to etcd: cacher.go, GetList), and
+// tracing and Prometheus metrics.
 
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/errors"
+	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/cacher/store"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,25 +45,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-const (
-	// lowerBoundCapacity and upperBoundCapacity bound the ring (upstream:
-	// `defaultLowerBoundCapacity` and `defaultUpperBoundCapacity`,
-	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:54).
-	lowerBoundCapacity = 100
-	upperBoundCapacity = 100 * 1024
-
-	// blockTimeout is how long a read that needs a newer resourceVersion
-	// than the cache has waits for the cache to catch up (upstream: the
-	// same `blockTimeout`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:49).
-	blockTimeout = 3 * time.Second
-
-	// Watch channel sizes (upstream: `minWatchChanSize` and the three max*
-	// constants, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:641).
-	minWatchChanSize                        = 10
-	maxWatchChanSizeWithIndexAndTrigger     = 10
-	maxWatchChanSizeWithIndexWithoutTrigger = 1000
-	maxWatchChanSizeWithoutIndex            = 100
-)
+// blockTimeout is how long a read that needs a newer resourceVersion than
+// the cache has waits for the cache to catch up (upstream: the same
+// `blockTimeout`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:44-49).
+const blockTimeout = 3 * time.Second
 
 // watchCacheEvent is one change, with what a watcher needs to filter it
 // without looking into the object: its key, labels and fields, before and
@@ -76,65 +63,48 @@ type watchCacheEvent struct {
 	PrevObjFields   fields.Set
 	Key             string
 	ResourceVersion uint64
-	// RecordTime is when the cache received the event; the ring's sizing
-	// rule reads it.
+	// RecordTime is when storage saw the event, if the storage says
+	// (storage.WatchEventWithRecordTime), else CacheReceived. The ring's
+	// sizing rule and the dispatch-duration histogram read it.
 	RecordTime time.Time
-}
-
-// storeElement is one current object with its precomputed attributes.
-type storeElement struct {
-	Key    string
-	Object runtime.Object
-	Labels labels.Set
-	Fields fields.Set
+	// CacheReceived is when the cache received the event.
+	CacheReceived time.Time
 }
 
 type watchCache struct {
-	// mu guards every field below it.
-	mu sync.RWMutex
+	// The lock guards every field below, and history and storage.
+	sync.RWMutex
 
-	// The ring: events live in cache[i % capacity] for startIndex <= i <
-	// endIndex. Indices only grow, so a position names one event forever.
-	capacity   int
-	cache      []*watchCacheEvent
-	startIndex int
-	endIndex   int
-	// removedEventSinceRelist says the ring dropped an event since the last
-	// relist. Until it does, the ring holds every event after the list, so a
-	// watch from the list's RV can still be served.
-	removedEventSinceRelist bool
-
-	store map[string]*storeElement
-
-	// resizes counts doCacheResizeLocked calls (for the live view).
-	resizes int64
-
-	// resourceVersion is the RV the cache is current to; listResourceVersion
-	// the RV of the last relist.
-	resourceVersion     uint64
-	listResourceVersion uint64
+	// resourceVersion is the RV the cache is current to.
+	resourceVersion uint64
 	// freshness is closed and replaced whenever resourceVersion moves, to
-	// wake readers waiting for a newer one (upstream's `cond` is a sync.Cond,
-	// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:85).
+	// wake readers waiting for a newer one (upstream's `cond` is a
+	// sync.Cond, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:83-85;
+	// a channel lets a waiter also select on its context and a timer).
 	freshness chan struct{}
 	// initialized is closed by the first Replace.
 	initialized chan struct{}
+	// onReplace runs inside Replace, with the write lock held.
+	onReplace func()
 
-	// eventFreshDuration is the history the ring keeps at least, and
-	// upperBound the most events it may hold (capacityUpperBound).
-	eventFreshDuration time.Duration
-	upperBound         int
-	clock              clock.Clock
-	keyFunc            func(runtime.Object) (string, error)
-	getAttrsFunc       func(runtime.Object) (labels.Set, fields.Set, error)
-	versioner          storage.Versioner
+	history *watchCacheHistory
+	storage *store.WatchCacheStorage
 
+	config *ImmutableWatchCacheConfig
+}
+
+// ImmutableWatchCacheConfig is what the watchCache is made with and never
+// changes, so it is read with no lock (upstream: the same
+// `ImmutableWatchCacheConfig`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:99-127).
+type ImmutableWatchCacheConfig struct {
+	keyFunc      func(runtime.Object) (string, error)
+	getAttrsFunc func(runtime.Object) (labels.Set, fields.Set, error)
 	// eventHandler receives every event after it entered the ring, and the
 	// bookmarks that progress notifications turn into; it is called outside
-	// mu, by the one goroutine (the reflector) that writes the cache.
+	// the lock, by the one goroutine (the reflector) that writes the cache.
 	eventHandler func(*watchCacheEvent)
-	// onReplace runs inside Replace, with mu held for writing.
-	onReplace func()
+	clock        clock.Clock
+	versioner    storage.Versioner
 }
 
 func newWatchCache(keyFunc func(runtime.Object) (string, error),
@@ -142,62 +112,79 @@ func newWatchCache(keyFunc func(runtime.Object) (string, error),
 	versioner storage.Versioner, clk clock.Clock, eventFreshDuration time.Duration,
 	eventHandler func(*watchCacheEvent)) *watchCache {
 	return &watchCache{
-		capacity:           lowerBoundCapacity,
-		cache:              make([]*watchCacheEvent, lowerBoundCapacity),
-		store:              map[string]*storeElement{},
-		freshness:          make(chan struct{}),
-		initialized:        make(chan struct{}),
-		eventFreshDuration: eventFreshDuration,
-		upperBound:         capacityUpperBound(eventFreshDuration),
-		clock:              clk,
-		keyFunc:            keyFunc,
-		getAttrsFunc:       getAttrsFunc,
-		versioner:          versioner,
-		eventHandler:       eventHandler,
+		freshness:   make(chan struct{}),
+		initialized: make(chan struct{}),
+		history:     newWatchCacheHistory(eventFreshDuration),
+		storage:     store.NewWatchCacheStorage(),
+		config: &ImmutableWatchCacheConfig{
+			keyFunc:      keyFunc,
+			getAttrsFunc: getAttrsFunc,
+			eventHandler: eventHandler,
+			clock:        clk,
+			versioner:    versioner,
+		},
 	}
 }
 
-// processEvent applies one event from storage: store, ring, resourceVersion,
-// then hands it to the dispatcher. The order matters: a new watcher that
-// reads the ring under mu either sees the event there or is registered
-// before the dispatcher offers it (see Cacher.Watch).
+// processEvent applies one event from storage: ring, store (and a new
+// snapshot), resourceVersion, then hands it to the dispatcher. The order
+// matters: a new watcher that reads the cache under the lock either sees
+// the event there or is registered before the dispatcher offers it (see
+// Cacher.Watch). Only the reflector's goroutine calls it.
 func (w *watchCache) processEvent(ev watch.Event) error {
-	key, err := w.keyFunc(ev.Object)
+	cacheReceived := w.config.clock.Now()
+	recordTime := cacheReceived
+	// A storage that was asked for timestamps (ListOptions.RecordTimestamps,
+	// reflector.go) wraps each object with the time it saw the event:
+	// unwrap it, as upstream's `processEvent` does
+	// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:211-217).
+	if withRecordTime, ok := ev.Object.(storage.WatchEventWithRecordTime); ok {
+		recordTime = withRecordTime.RecordTime()
+		ev.Object = withRecordTime.Unwrap()
+	}
+	key, err := w.config.keyFunc(ev.Object)
 	if err != nil {
 		return fmt.Errorf("couldn't compute key: %w", err)
 	}
-	rv, err := w.versioner.ObjectResourceVersion(ev.Object)
+	rv, err := w.config.versioner.ObjectResourceVersion(ev.Object)
 	if err != nil {
 		return err
 	}
-	objLabels, objFields, err := w.getAttrsFunc(ev.Object)
-	if err != nil {
+	elem := &store.Element{Key: key, Object: ev.Object}
+	if elem.Labels, elem.Fields, err = w.config.getAttrsFunc(ev.Object); err != nil {
 		return err
 	}
 	wcEvent := &watchCacheEvent{
 		Type:            ev.Type,
-		Object:          ev.Object,
-		ObjLabels:       objLabels,
-		ObjFields:       objFields,
+		Object:          elem.Object,
+		ObjLabels:       elem.Labels,
+		ObjFields:       elem.Fields,
 		Key:             key,
 		ResourceVersion: rv,
-		RecordTime:      w.clock.Now(),
+		RecordTime:      recordTime,
+		CacheReceived:   cacheReceived,
 	}
-	w.mu.Lock()
-	if prev, ok := w.store[key]; ok {
-		wcEvent.PrevObject = prev.Object
-		wcEvent.PrevObjLabels = prev.Labels
-		wcEvent.PrevObjFields = prev.Fields
+	// Read outside the lock: only this goroutine writes the store.
+	if prev, ok, _ := w.storage.GetByKey(key); ok {
+		prevElem := prev.(*store.Element)
+		wcEvent.PrevObject = prevElem.Object
+		wcEvent.PrevObjLabels = prevElem.Labels
+		wcEvent.PrevObjFields = prevElem.Fields
 	}
-	if ev.Type == watch.Deleted {
-		delete(w.store, key)
-	} else {
-		w.store[key] = &storeElement{Key: key, Object: ev.Object, Labels: objLabels, Fields: objFields}
+	if err := func() error {
+		w.Lock()
+		defer w.Unlock()
+		w.history.updateCache(wcEvent)
+		w.setResourceVersionLocked(rv)
+		if w.history.isCacheFullLocked() {
+			// No snapshot older than the ring's oldest event is needed.
+			w.storage.CompactSnapshotsLocked(w.history.OldestResourceVersionLocked())
+		}
+		return w.storage.UpdateStoreLocked(ev.Type, elem, rv)
+	}(); err != nil {
+		return err
 	}
-	w.updateCacheLocked(wcEvent)
-	w.setResourceVersionLocked(rv)
-	w.mu.Unlock()
-	w.eventHandler(wcEvent)
+	w.config.eventHandler(wcEvent)
 	return nil
 }
 
@@ -206,14 +193,14 @@ func (w *watchCache) processEvent(ev watch.Event) error {
 // bookmark event, which it only uses to know the RV for the next periodic
 // bookmark: no client receives etcd's progress notifications.
 func (w *watchCache) UpdateResourceVersion(rv uint64) {
-	w.mu.Lock()
+	w.Lock()
 	if rv <= w.resourceVersion {
-		w.mu.Unlock()
+		w.Unlock()
 		return
 	}
 	w.setResourceVersionLocked(rv)
-	w.mu.Unlock()
-	w.eventHandler(&watchCacheEvent{Type: watch.Bookmark, ResourceVersion: rv, RecordTime: w.clock.Now()})
+	w.Unlock()
+	w.config.eventHandler(&watchCacheEvent{Type: watch.Bookmark, ResourceVersion: rv})
 }
 
 func (w *watchCache) setResourceVersionLocked(rv uint64) {
@@ -222,131 +209,110 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 	w.freshness = make(chan struct{})
 }
 
-// capacityUpperBound is the ring's cap for a history window: 102,400
-// events for the default window, and for a longer one the same cap times
-// window/default rounded up to a power of two (the ring only doubles), so
-// that a busy resource still keeps the whole window (upstream: the same
-// `capacityUpperBound`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:164,
-// which caps the exponent so the result fits in 32 bits: at 14, a window
-// 16,384 times the default, as ours does).
-func capacityUpperBound(window time.Duration) int {
-	if window <= DefaultEventFreshDuration {
-		return upperBoundCapacity
-	}
-	exponent := int(math.Ceil(math.Log2(window.Seconds() / DefaultEventFreshDuration.Seconds())))
-	return upperBoundCapacity << min(exponent, 14)
-}
-
-// updateCacheLocked appends to the ring, first resizing it, then dropping
-// the oldest event if it is full.
-func (w *watchCache) updateCacheLocked(ev *watchCacheEvent) {
-	w.resizeCacheLocked(ev.RecordTime)
-	if w.isCacheFullLocked() {
-		w.startIndex++
-		w.removedEventSinceRelist = true
-	}
-	w.cache[w.endIndex%w.capacity] = ev
-	w.endIndex++
-}
-
-// resizeCacheLocked is the sizing rule: the ring must hold at least
-// eventFreshDuration of history, and no more than it needs.
-//   - Full, and its oldest event is younger than eventFreshDuration:
-//     dropping it would lose fresh history, so double (up to the upper
-//     bound).
-//   - Full, and even the newest quarter reaches back further than
-//     eventFreshDuration: three quarters are more than the window needs,
-//     so halve (down to the lower bound). Looking at a quarter, not at the
-//     oldest event, keeps the ring from flapping between two sizes.
+// waitUntilFreshLocked waits until the cache is current to at least rv, at
+// most blockTimeout. The caller holds the read lock, and holds it again
+// when this returns; while it waits, the lock is released (as a sync.Cond's
+// Wait does upstream).
 //
-// Events are never dropped for being old, only when the ring is full.
-func (w *watchCache) resizeCacheLocked(now time.Time) {
-	if !w.isCacheFullLocked() {
-		return
+// A fresh read (rv 0, or rv <= resourceVersion) returns at once: no timer,
+// no registration. That is 1.37's shape (upstream's `waitUntilFreshLocked`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:317-362,
+// returns before it starts its wake-up goroutine).
+//
+// If progress is not nil, the reader counts itself among its waiters while
+// it waits: consistent reads do, so that the Cacher's one progress requester
+// (progress.go) asks etcd for a progress notification and an idle resource
+// still learns etcd's revision. On timeout it returns the "too large
+// resource version" error (504 with Retry-After), upstream's signal to
+// fall back to etcd (`NewTooLargeResourceVersionError`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:354-358).
+func (w *watchCache) waitUntilFreshLocked(ctx context.Context, rv uint64, progress *progressRequester) error {
+	if rv == 0 || rv <= w.resourceVersion {
+		return nil
 	}
-	oldest := w.cache[w.startIndex%w.capacity]
-	if now.Sub(oldest.RecordTime) < w.eventFreshDuration {
-		if c := min(w.capacity*2, w.upperBound); c > w.capacity {
-			w.doCacheResizeLocked(c)
+	if progress != nil {
+		progress.add()
+		defer progress.remove()
+	}
+	clk := w.config.clock
+	start := clk.Now()
+	for w.resourceVersion < rv {
+		waited := clk.Since(start)
+		if waited >= blockTimeout {
+			return storage.NewTooLargeResourceVersionError(rv, w.resourceVersion, 1)
 		}
-		return
-	}
-	quarter := w.cache[(w.endIndex-w.capacity/4)%w.capacity]
-	if now.Sub(quarter.RecordTime) > w.eventFreshDuration {
-		if c := max(w.capacity/2, lowerBoundCapacity); c < w.capacity {
-			w.doCacheResizeLocked(c)
+		fresher := w.freshness
+		timer := clk.NewTimer(blockTimeout - waited)
+		w.RUnlock()
+		var err error
+		select {
+		case <-fresher:
+		case <-timer.C():
+		case <-ctx.Done():
+			err = ctx.Err()
 		}
-	}
-}
-
-func (w *watchCache) isCacheFullLocked() bool { return w.endIndex == w.startIndex+w.capacity }
-
-// doCacheResizeLocked moves the newest events into a ring of the new
-// capacity, keeping each event's index.
-func (w *watchCache) doCacheResizeLocked(capacity int) {
-	ring := make([]*watchCacheEvent, capacity)
-	if capacity < w.capacity {
-		// Shrinking drops the oldest events that no longer fit.
-		w.startIndex = w.endIndex - capacity
-		w.removedEventSinceRelist = true
-	}
-	for i := w.startIndex; i < w.endIndex; i++ {
-		ring[i%capacity] = w.cache[i%w.capacity]
-	}
-	w.cache = ring
-	w.capacity = capacity
-	w.resizes++
-}
-
-// currentCapacity is the ring's size now.
-func (w *watchCache) currentCapacity() int {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return w.capacity
-}
-
-// suggestedWatchChannelSize: a watcher's input channel should hold about
-// one second of events, estimated as capacity / history window, within
-// [10, max] where max depends on whether the resource has a trigger index
-// and the watch uses it (a kubelet's pod watch is offered only its node's
-// events, so 10 suffice).
-func (w *watchCache) suggestedWatchChannelSize(indexExists, triggerUsed bool) int {
-	size := int(math.Ceil(float64(w.currentCapacity()) / w.eventFreshDuration.Seconds()))
-	size = max(size, minWatchChanSize)
-	var maxSize int
-	switch {
-	case indexExists && triggerUsed:
-		maxSize = maxWatchChanSizeWithIndexAndTrigger
-	case indexExists:
-		maxSize = maxWatchChanSizeWithIndexWithoutTrigger
-	default:
-		maxSize = maxWatchChanSizeWithoutIndex
-	}
-	return min(size, maxSize)
-}
-
-// Replace installs a fresh list: the store becomes objs, the ring empties
-// (startIndex jumps to endIndex, so no old position is reused), and the
-// cache is current to rv.
-func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
-	store := make(map[string]*storeElement, len(objs))
-	for _, obj := range objs {
-		key, err := w.keyFunc(obj)
-		if err != nil {
-			return fmt.Errorf("couldn't compute key: %w", err)
-		}
-		l, f, err := w.getAttrsFunc(obj)
+		timer.Stop()
+		w.RLock()
 		if err != nil {
 			return err
 		}
-		store[key] = &storeElement{Key: key, Object: obj, Labels: l, Fields: f}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.store = store
-	w.startIndex = w.endIndex
-	w.removedEventSinceRelist = false
-	w.listResourceVersion = rv
+	return nil
+}
+
+// waitAndGetLatestSnapshot waits until the cache is at least at
+// minResourceVersion and returns its newest snapshot and resourceVersion.
+// The lock is held only to wait and to take the snapshot: the caller walks
+// the snapshot with no lock (upstream: the same
+// `waitAndGetLatestSnapshot`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:508-538;
+// the walk is in `waitAndListLatestRV`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:493-506).
+func (w *watchCache) waitAndGetLatestSnapshot(ctx context.Context, minResourceVersion uint64, key string, progress *progressRequester) (store.Snapshot, uint64, error) {
+	w.RLock()
+	defer w.RUnlock()
+	if err := w.waitUntilFreshLocked(ctx, minResourceVersion, progress); err != nil {
+		return nil, 0, err
+	}
+	snap, err := w.storage.GetLatestSnapshotOrBuildLocked(key, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	return snap, w.resourceVersion, nil
+}
+
+// WaitUntilFreshAndGet waits until the cache is at least at
+// resourceVersion and returns the *store.Element at key, if any, and the
+// cache's resourceVersion (upstream: the same `WaitUntilFreshAndGet`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:546-565).
+func (w *watchCache) WaitUntilFreshAndGet(ctx context.Context, resourceVersion uint64, key string) (interface{}, bool, uint64, error) {
+	w.RLock()
+	defer w.RUnlock()
+	if err := w.waitUntilFreshLocked(ctx, resourceVersion, nil); err != nil {
+		return nil, false, 0, err
+	}
+	value, exists, err := w.storage.GetByKey(key)
+	return value, exists, w.resourceVersion, err
+}
+
+// Replace installs a fresh list: the store becomes objs, the ring empties,
+// and the cache is current to rv.
+func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
+	elems := make([]*store.Element, 0, len(objs))
+	for _, obj := range objs {
+		key, err := w.config.keyFunc(obj)
+		if err != nil {
+			return fmt.Errorf("couldn't compute key: %w", err)
+		}
+		l, f, err := w.config.getAttrsFunc(obj)
+		if err != nil {
+			return err
+		}
+		elems = append(elems, &store.Element{Key: key, Object: obj, Labels: l, Fields: f})
+	}
+	w.Lock()
+	defer w.Unlock()
+	w.history.ResetLocked()
+	w.storage.ReplaceLocked(elems, rv)
 	w.setResourceVersionLocked(rv)
 	if w.onReplace != nil {
 		w.onReplace()
@@ -359,6 +325,13 @@ func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
 	return nil
 }
 
+// suggestedWatchChannelSize: see watchCacheHistory's.
+func (w *watchCache) suggestedWatchChannelSize(indexExists, triggerUsed bool) int {
+	w.RLock()
+	defer w.RUnlock()
+	return w.history.suggestedWatchChannelSize(indexExists, triggerUsed)
+}
+
 // getAllEventsSinceLocked returns what a watch from rv must receive before
 // live events. sendInitialEvents is the request's option, which has three
 // states:
@@ -369,111 +342,32 @@ func (w *watchCache) Replace(objs []runtime.Object, rv uint64) error {
 //   - otherwise: the ring's events after rv, or 410 Expired if the ring no
 //     longer reaches back to rv.
 //
-// Caller holds mu (read).
-func (w *watchCache) getAllEventsSinceLocked(rv uint64, sendInitialEvents *bool) ([]*watchCacheEvent, error) {
+// key is the watch's key, and recursive whether it is a prefix: a watch of
+// one object reads only that object. Caller holds the lock (read).
+func (w *watchCache) getAllEventsSinceLocked(rv uint64, key string, recursive bool, sendInitialEvents *bool) (*watchCacheInterval, error) {
+	matchesSingle := !recursive
 	if sendInitialEvents != nil && *sendInitialEvents {
-		return w.storeAsAddedLocked(), nil
+		return w.getIntervalFromStoreLocked(key, matchesSingle)
 	}
 	if rv == 0 {
 		if sendInitialEvents == nil {
-			return w.storeAsAddedLocked(), nil
+			return w.getIntervalFromStoreLocked(key, matchesSingle)
 		}
 		rv = w.resourceVersion
 	}
-	var oldest uint64
-	switch {
-	case !w.removedEventSinceRelist:
-		// The ring holds everything since the relist.
-		oldest = w.listResourceVersion + 1
-	case w.endIndex > w.startIndex:
-		oldest = w.cache[w.startIndex%w.capacity].ResourceVersion
-	default:
-		return nil, fmt.Errorf("watch cache isn't correctly initialized")
-	}
-	if rv < oldest-1 {
-		// The same words as upstream's `NewResourceExpired` here
-		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:669):
-		// clients and tests look for them.
-		return nil, errors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, oldest-1))
-	}
-	// Events are in RV order: binary search the first one after rv.
-	n := w.endIndex - w.startIndex
-	first := sort.Search(n, func(i int) bool {
-		return w.cache[(w.startIndex+i)%w.capacity].ResourceVersion > rv
-	})
-	events := make([]*watchCacheEvent, 0, n-first)
-	for i := first; i < n; i++ {
-		events = append(events, w.cache[(w.startIndex+i)%w.capacity])
-	}
-	return events, nil
+	return w.history.GetIntervalLocked(rv, w.storage.ListResourceVersion())
 }
 
-// storeAsAddedLocked is the current state as ADDED events in key order, all
-// at the cache's resourceVersion.
-func (w *watchCache) storeAsAddedLocked() []*watchCacheEvent {
-	elems := w.listLocked()
-	events := make([]*watchCacheEvent, 0, len(elems))
-	for _, e := range elems {
-		rv, _ := w.versioner.ObjectResourceVersion(e.Object)
-		events = append(events, &watchCacheEvent{
-			Type: watch.Added, Object: e.Object, ObjLabels: e.Labels, ObjFields: e.Fields,
-			Key: e.Key, ResourceVersion: rv,
-		})
+// getIntervalFromStoreLocked returns an interval over the whole current
+// state: lazy, over the newest snapshot, when there is one (the O(N) walk
+// then runs on the watcher's goroutine, off the lock); else copied from
+// the live store now, under the caller's lock (upstream: the same
+// `getIntervalFromStoreLocked`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:673-685).
+func (w *watchCache) getIntervalFromStoreLocked(key string, matchesSingle bool) (*watchCacheInterval, error) {
+	if !matchesSingle {
+		if snapshot, ok := w.storage.LatestSnapshotLocked(); ok {
+			return newCacheIntervalFromLazySnapshot(w.resourceVersion, snapshot), nil
+		}
 	}
-	return events
-}
-
-// listLocked returns the store's elements in key order.
-func (w *watchCache) listLocked() []*storeElement {
-	elems := make([]*storeElement, 0, len(w.store))
-	for _, e := range w.store {
-		elems = append(elems, e)
-	}
-	sort.Slice(elems, func(i, j int) bool { return elems[i].Key < elems[j].Key })
-	return elems
-}
-
-// waitUntilFreshAndRLock waits until the cache is current to at least rv,
-// at most blockTimeout, then returns holding mu for reading (the caller
-// must RUnlock). If progress is not nil, the reader counts itself among
-// its waiters while it waits: consistent reads do, so that the Cacher's
-// one progress requester (progress.go) asks etcd for a progress
-// notification and an idle resource still learns etcd's revision. On
-// timeout it returns the "too large resource version" error (504 with
-// Retry-After), upstream's signal to fall back to etcd
-// (`NewTooLargeResourceVersionError`,
-// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:355-358).
-func (w *watchCache) waitUntilFreshAndRLock(ctx context.Context, rv uint64, progress *progressRequester) error {
-	start := w.clock.Now()
-	registered := false
-	defer func() {
-		if registered {
-			progress.remove()
-		}
-	}()
-	for {
-		w.mu.RLock()
-		if w.resourceVersion >= rv {
-			return nil
-		}
-		current, fresher := w.resourceVersion, w.freshness
-		w.mu.RUnlock()
-		waited := w.clock.Since(start)
-		if waited >= blockTimeout {
-			return storage.NewTooLargeResourceVersionError(rv, current, 1)
-		}
-		if progress != nil && !registered {
-			progress.add()
-			registered = true
-		}
-		timer := w.clock.NewTimer(blockTimeout - waited)
-		select {
-		case <-fresher:
-		case <-timer.C():
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-		timer.Stop()
-	}
+	return newCacheIntervalFromStore(w.resourceVersion, w.storage.StoreLocked(), key, matchesSingle)
 }

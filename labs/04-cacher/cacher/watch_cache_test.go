@@ -52,21 +52,21 @@ func TestRingGrowsToKeepTheHistoryWindow(t *testing.T) {
 		addPod(t, w, rv)
 		clk.Step(10 * time.Millisecond)
 	}
-	if w.capacity != 200 || w.removedEventSinceRelist {
-		t.Fatalf("capacity %d (removed %v), want 200 and nothing dropped", w.capacity, w.removedEventSinceRelist)
+	if w.history.capacity != 200 || w.history.removedEventSinceRelist {
+		t.Fatalf("capacity %d (removed %v), want 200 and nothing dropped", w.history.capacity, w.history.removedEventSinceRelist)
 	}
 	// It keeps doubling under a steady burst, up to 102,400 and no further.
-	for w.capacity < upperBoundCapacity || !w.isCacheFullLocked() {
+	for w.history.capacity < defaultUpperBoundCapacity || !w.history.isCacheFullLocked() {
 		rv++
 		addPod(t, w, rv)
 	}
 	rv++
 	addPod(t, w, rv)
-	if w.capacity != 100*1024 {
-		t.Fatalf("capacity %d, want the upper bound 102400", w.capacity)
+	if w.history.capacity != 100*1024 {
+		t.Fatalf("capacity %d, want the upper bound 102400", w.history.capacity)
 	}
 	// Full at the bound: the oldest event is dropped, not kept by age.
-	if !w.removedEventSinceRelist {
+	if !w.history.removedEventSinceRelist {
 		t.Error("a full ring at its upper bound did not drop its oldest event")
 	}
 }
@@ -80,20 +80,20 @@ func TestRingShrinksWhenANewestQuarterIsOlderThanTheWindow(t *testing.T) {
 		rv++
 		addPod(t, w, rv)
 	}
-	for !w.isCacheFullLocked() {
+	for !w.history.isCacheFullLocked() {
 		rv++
 		addPod(t, w, rv)
 	}
-	if w.capacity != 200 {
-		t.Fatalf("capacity %d, want 200", w.capacity)
+	if w.history.capacity != 200 {
+		t.Fatalf("capacity %d, want 200", w.history.capacity)
 	}
 	// Ten minutes of silence, then one event: even the newest quarter is
 	// older than 75 s, so the ring halves.
 	clk.Step(10 * time.Minute)
 	rv++
 	addPod(t, w, rv)
-	if w.capacity != 100 {
-		t.Fatalf("capacity %d after a quiet 10 min, want 100", w.capacity)
+	if w.history.capacity != 100 {
+		t.Fatalf("capacity %d after a quiet 10 min, want 100", w.history.capacity)
 	}
 	// Old events are not dropped by age: a ring that is not full keeps
 	// everything, however old.
@@ -102,7 +102,7 @@ func TestRingShrinksWhenANewestQuarterIsOlderThanTheWindow(t *testing.T) {
 	addPod(t, w2, 2)
 	clk2.Step(time.Hour)
 	addPod(t, w2, 3)
-	if events, err := w2.getAllEventsSinceLocked(1, nil); err != nil || len(events) != 2 {
+	if events, err := eventsSince(w2, 1); err != nil || len(events) != 2 {
 		t.Errorf("after an hour: %d events, %v; want both kept", len(events), err)
 	}
 }
@@ -118,18 +118,18 @@ func TestTooOldResourceVersionIs410(t *testing.T) {
 		addPod(t, w, rv)
 		clk.Step(1500 * time.Millisecond)
 	}
-	if w.capacity != 100 {
-		t.Fatalf("capacity %d, want 100", w.capacity)
+	if w.history.capacity != 100 {
+		t.Fatalf("capacity %d, want 100", w.history.capacity)
 	}
-	oldest := w.cache[w.startIndex%w.capacity].ResourceVersion
-	if _, err := w.getAllEventsSinceLocked(oldest-1, nil); err != nil {
+	oldest := w.history.cache[w.history.startIndex%w.history.capacity].ResourceVersion
+	if _, err := eventsSince(w, oldest-1); err != nil {
 		t.Errorf("watch from %d (just before the oldest event): %v", oldest-1, err)
 	}
-	_, err := w.getAllEventsSinceLocked(oldest-2, nil)
+	_, err := eventsSince(w, oldest-2)
 	if !apierrors.IsResourceExpired(err) || err.Error() != fmt.Sprintf("too old resource version: %d (%d)", oldest-2, oldest-1) {
 		t.Errorf("watch from %d: %v, want 410 too old resource version", oldest-2, err)
 	}
-	events, _ := w.getAllEventsSinceLocked(uint64(rv-3), nil)
+	events, _ := eventsSince(w, uint64(rv-3))
 	if len(events) != 3 || events[0].ResourceVersion != uint64(rv-2) {
 		t.Errorf("events since %d: %d, first %d", rv-3, len(events), events[0].ResourceVersion)
 	}
@@ -141,7 +141,7 @@ func TestSuggestedWatchChannelSize(t *testing.T) {
 	if got := w.suggestedWatchChannelSize(false, false); got != 10 {
 		t.Errorf("capacity 100: %d, want 10", got)
 	}
-	w.capacity = upperBoundCapacity // 102400 / 75 = 1366
+	w.history.capacity = defaultUpperBoundCapacity // 102400 / 75 = 1366
 	for _, tc := range []struct {
 		index, trigger bool
 		want           int
@@ -179,7 +179,7 @@ func TestTimeBudget(t *testing.T) {
 }
 
 // A longer history window raises the ring's cap as upstream's
-// `capacityUpperBound` does (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache.go:164):
+// `capacityUpperBound` does (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:57-77):
 // window/75 s rounded up to a power of two.
 func TestLongerWindowRaisesTheCap(t *testing.T) {
 	for _, c := range []struct {
@@ -202,13 +202,13 @@ func TestLongerWindowRaisesTheCap(t *testing.T) {
 	if err := w.Replace(nil, 1); err != nil {
 		t.Fatal(err)
 	}
-	for rv := 2; w.capacity <= upperBoundCapacity; rv++ {
-		if rv > 3*upperBoundCapacity {
-			t.Fatalf("capacity %d after %d events in no time: it never grew past %d", w.capacity, rv, upperBoundCapacity)
+	for rv := 2; w.history.capacity <= defaultUpperBoundCapacity; rv++ {
+		if rv > 3*defaultUpperBoundCapacity {
+			t.Fatalf("capacity %d after %d events in no time: it never grew past %d", w.history.capacity, rv, defaultUpperBoundCapacity)
 		}
 		addPod(t, w, rv)
 	}
-	if w.capacity != 2*upperBoundCapacity {
-		t.Errorf("capacity %d, want %d", w.capacity, 2*upperBoundCapacity)
+	if w.history.capacity != 2*defaultUpperBoundCapacity {
+		t.Errorf("capacity %d, want %d", w.history.capacity, 2*defaultUpperBoundCapacity)
 	}
 }

@@ -18,6 +18,10 @@
 // the storage's bookmarks (progress notifications) included
 // (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/cacher.go:904-946), while
 // ours counts the events it fans out.
+// apiserver_watch_events_dispatch_duration_seconds, new in 1.37, is a
+// histogram with upstream's buckets and stage label
+// (`DispatchStageDuration`,
+// k8s.io/apiserver@v0.37.0/pkg/storage/cacher/metrics/metrics.go:269-278).
 // consistent_read_total has upstream's success and fallback labels, but
 // success is always "true" here: our Cacher counts the reads the cache
 // answered and every fallback to etcd, not the reads that failed.
@@ -57,6 +61,9 @@ var (
 	consistentReadDesc = prometheus.NewDesc("apiserver_watch_cache_consistent_read_total",
 		"LISTs with resourceVersion \"\": answered from the cache (fallback=false) or from etcd after the 3 s wait (fallback=true).",
 		[]string{"resource", "success", "fallback"}, nil)
+	dispatchDurationDesc = prometheus.NewDesc("apiserver_watch_events_dispatch_duration_seconds",
+		"How long delivered live watch events took, by stage: total (storage saw it -> on the watcher's result channel), storage_to_cache, cache_to_watcher.",
+		[]string{"resource", "stage"}, nil)
 	cacherMetricDescs = []metricDesc{
 		{desc("lab04_cacher_watchers", "Watchers connected to the Cacher now."), prometheus.GaugeValue,
 			func(m cacherMetrics) float64 { return float64(m.Watchers) }},
@@ -90,6 +97,7 @@ func (c cacherCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d.desc
 	}
 	ch <- consistentReadDesc
+	ch <- dispatchDurationDesc
 }
 
 func (c cacherCollector) Collect(ch chan<- prometheus.Metric) {
@@ -103,6 +111,13 @@ func (c cacherCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(consistentReadDesc, prometheus.CounterValue, float64(m.ConsistentReadsFromCache), resource, "true", "false")
 		ch <- prometheus.MustNewConstMetric(consistentReadDesc, prometheus.CounterValue, float64(m.ConsistentReadsFallback), resource, "true", "true")
+		for i, h := range m.DispatchDurations {
+			buckets := make(map[float64]uint64, len(h.Buckets))
+			for j, n := range h.Buckets {
+				buckets[cacher.DispatchDurationBuckets[j]] = n
+			}
+			ch <- prometheus.MustNewConstHistogram(dispatchDurationDesc, h.Count, h.Sum, buckets, resource, cacher.DispatchStages[i])
+		}
 	}
 }
 

@@ -16,7 +16,7 @@
 // (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:286-352):
 // one gRPC connection per resource; only the compactor is shared, one per
 // etcd transport, by `startCompactorOnce`
-// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:402-407).
+// (k8s.io/apiserver@v0.37.0/pkg/storage/storagebackend/factory/etcd3.go:407-453).
 // Ours shares one client between both resources: our choice, since two
 // resources on an in-process etcd gain nothing from two connections.
 // Left out: everything kube-apiserver does around storage

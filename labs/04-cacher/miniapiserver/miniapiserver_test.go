@@ -82,6 +82,8 @@ func TestMetricsCompactAndRestart(t *testing.T) {
 		`apiserver_watch_cache_events_dispatched_total{resource="configmaps"}`,
 		`apiserver_terminated_watchers_total{resource="pods"} 0`,
 		`watch_cache_capacity{resource="pods"} 100`,
+		`apiserver_watch_events_dispatch_duration_seconds_bucket{resource="pods",stage="total",le="5"} 0`,
+		`apiserver_watch_events_dispatch_duration_seconds_count{resource="configmaps",stage="cache_to_watcher"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
