@@ -38,7 +38,7 @@ package etcd3
 // Here the option is refused with a clear error, and this lab's Cacher
 // lists: our choice, to keep list-then-watch visible.
 //
-// Kept from upstream although this lab's Cacher does not use it yet:
+// Kept from upstream, and asked for by this lab's Cacher (its reflector, as upstream's):
 // `ListOptions.RecordTimestamps` (k8s.io/apiserver@v0.37.0/pkg/storage/interfaces.go:340-345).
 // When the caller asks for it, every event that is not an initial one,
 // BOOKMARKs included, carries its object wrapped in a `timedWatchEvent`, a
