@@ -146,9 +146,10 @@ func (w *watchCacheHistory) doCacheResizeLocked(capacity int) {
 	if capacity < w.capacity {
 		// Shrinking drops the oldest events that no longer fit. Upstream's
 		// `doCacheResizeLocked` does not set removedEventSinceRelist
-		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:145-157);
-		// we do, so that a watch from the list's RV gets 410 rather than
-		// missing the dropped events.
+		// (k8s.io/apiserver@v0.37.0/pkg/storage/cacher/watch_cache_history.go:145-157),
+		// and needs not: it resizes only inside updateCache, which, the
+		// ring then full, drops one more event and sets the flag under the
+		// same lock. We set it here too, defensively; the outcome is the same.
 		w.startIndex = w.endIndex - capacity
 		w.removedEventSinceRelist = true
 	}

@@ -3,8 +3,8 @@ package etcd3
 // Whether etcd serves the RangeStream RPC.
 //
 // Upstream twin: `defaultFeatureSupportChecker`,
-// k8s.io/apiserver@v0.37.0/pkg/storage/feature/feature_support_checker.go:68-74,
-// its `Supports` (:90-108) and `MarkUnsupported` (:120-130), for
+// k8s.io/apiserver@v0.37.0/pkg/storage/feature/feature_support_checker.go:69-75,
+// its `Supports` (:91-110) and `MarkUnsupported` (:122-131), for
 // `storage.RangeStream` only.
 //
 // What it leaves out: upstream keeps one checker for the whole process

@@ -5,7 +5,8 @@ package store
 // Upstream twin: k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store_btree.go
 // (`btreeStore`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store_btree.go:143-272,
 // and `storeSnapshotter`, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store_btree.go:432-519),
-// on the same B-tree package, github.com/google/btree, of the same degree
+// on github.com/google/btree (upstream imports a fork of it,
+// k8s.io/utils/third_party/forked/golang/btree), of the same degree
 // (`btreeDegree`, 16, k8s.io/apiserver@v0.37.0/pkg/storage/cacher/store/store.go:58).
 //
 // A snapshot is `Clone` of the B-tree: O(1), since the two trees share

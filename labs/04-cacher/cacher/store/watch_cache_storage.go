@@ -15,9 +15,11 @@ package store
 //   - listResourceVersion: the RV of the last relist (the ring can serve
 //     a watch from it as long as it dropped no event since).
 //
-// Locking, as upstream: methods named ...Locked run under the watchCache's
-// lock (the write lock for the ones that change the store); the others
-// need none. A Snapshot needs no lock.
+// Locking: methods named ...Locked run under the watchCache's lock (the
+// write lock for the ones that change the store), as upstream. Unlike
+// upstream, whose store locks itself, ours has no lock of its own, so
+// GetByKey, Len and ListResourceVersion need the watchCache's lock too.
+// A Snapshot needs no lock.
 //
 // Left out: `GetByIndexSnapshot` (no indexes, store.go), `Get` by object
 // and `ListKeys`/`List`, which our watchCache does not use, and the
