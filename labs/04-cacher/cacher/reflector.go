@@ -56,8 +56,9 @@ package cacher
 //     that long has passed (`ShouldRetry`,
 //     k8s.io/client-go@v0.37.0/tools/cache/reflector.go:660-662), and backs
 //     off and re-watches on a 429 or a refused connection
-//     (the call, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:607-614; the test,
-//     `isWatchErrorRetriable`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1195-1205),
+//     (`isWatchErrorRetriable`, called at
+//     k8s.io/client-go@v0.37.0/tools/cache/reflector.go:607-614 and defined at
+//     k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1195-1205),
 //     all without returning from ListAndWatch. We relist after any error,
 //     1 s of the injected clock later (the same cadence as upstream's
 //     restarts): simpler, and costlier when etcd loses its leader
