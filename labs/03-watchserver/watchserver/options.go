@@ -114,9 +114,10 @@ func ParseListOptions(q url.Values, forceWatch bool, name string, convertField r
 	// old client nothing visible changes in the events (it always got the
 	// initial state for RV ""/"0"); a client that also allows bookmarks
 	// additionally gets the BOOKMARK that marks the end of the initial
-	// events, and, if it sent Accept-Encoding: gzip, a body of gzip members
-	// (a watch-list, compression.go): Go's transport decodes it unnoticed,
-	// curl --compressed fails after the first member.
+	// events, and, since 1.37, if it sent Accept-Encoding: gzip, a body of
+	// gzip members (a watch-list, compression.go): Go's transport decodes it
+	// unnoticed when it added the header itself, curl --compressed fails
+	// after the first member.
 	if opts.SendInitialEvents == nil && opts.ResourceVersionMatch == "" &&
 		opts.Watch && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") {
 		on := true

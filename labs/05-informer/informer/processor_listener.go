@@ -111,9 +111,9 @@ func (p *processorListener) add(n any) {
 
 // run calls the handler for each notification until ctx ends or the
 // handler is removed; what is still pending then is dropped. Upstream
-// promises less: when it closes the listener's `addCh`, an idle handler's
-// `pop` may still hand over a queued notification or two (which is why
-// 1.37's doc says callbacks may still run after removal); see
+// promises less: when it closes the listener's `addCh`, the listener's
+// `pop` may still hand over one or more queued notifications (as 1.37's
+// doc warns: callbacks may still run after removal); see
 // `sharedProcessor.run` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1266-1302)
 // and `removeListener` (k8s.io/client-go@v0.37.0/tools/cache/shared_informer.go:1210-1232).
 // It closes runFinished when it returns, as upstream's `processorListener.run` does

@@ -18,7 +18,8 @@ package store
 // Locking: methods named ...Locked run under the watchCache's lock (the
 // write lock for the ones that change the store), as upstream. Unlike
 // upstream, whose store locks itself, ours has no lock of its own, so
-// GetByKey, Len and ListResourceVersion need the watchCache's lock too.
+// GetByKey and Len need the watchCache's lock too (ListResourceVersion
+// reads a field under that lock, as upstream's does).
 // A Snapshot needs no lock.
 //
 // Left out: `GetByIndexSnapshot` (no indexes, store.go), `Get` by object
