@@ -89,6 +89,7 @@ func (c *Cacher) dispatchEvent(ev *watchCacheEvent) {
 		// Counted once the timer exists: a test on fake time may move
 		// the clock as soon as it sees this.
 		c.metrics.blockedDispatches.Add(1)
+		c.metrics.dispatchWaiting.Store(true)
 		fired := timer.C()
 		for _, w := range blocked {
 			if !w.add(ev, fired) {
@@ -100,6 +101,7 @@ func (c *Cacher) dispatchEvent(ev *watchCacheEvent) {
 			}
 		}
 		timer.Stop()
+		c.metrics.dispatchWaiting.Store(false)
 		c.dispatchTimeoutBudget.returnUnused(budget - c.clock.Since(start))
 	}
 	// Keep the slices for the next event, without holding watchers alive.

@@ -84,6 +84,7 @@ func (h *durationHistogram) state() Histogram {
 type metrics struct {
 	eventsDispatched         atomic.Int64
 	blockedDispatches        atomic.Int64
+	dispatchWaiting          atomic.Bool
 	watchersTerminated       atomic.Int64
 	bookmarksSent            atomic.Int64
 	relists                  atomic.Int64
@@ -112,6 +113,10 @@ type Metrics struct {
 	// BlockedDispatches counts events for which some watcher's input was
 	// full, so the dispatcher spent time budget.
 	BlockedDispatches int64
+	// DispatchWaiting says the dispatcher is waiting on blocked watchers
+	// now, its timer for this event running (a test on fake time steps
+	// the clock only then).
+	DispatchWaiting bool
 	// WatchersTerminated counts watchers cut off for being too slow.
 	WatchersTerminated int64
 	// BookmarksSent counts periodic bookmarks offered to watchers.
@@ -173,6 +178,7 @@ func (c *Cacher) Metrics() Metrics {
 		ResourceVersion:          rv,
 		EventsDispatched:         m.eventsDispatched.Load(),
 		BlockedDispatches:        m.blockedDispatches.Load(),
+		DispatchWaiting:          m.dispatchWaiting.Load(),
 		WatchersTerminated:       m.watchersTerminated.Load(),
 		BookmarksSent:            m.bookmarksSent.Load(),
 		Relists:                  m.relists.Load(),

@@ -76,7 +76,10 @@ func TestStateShowsRingWatchersAndWhyTheyEnded(t *testing.T) {
 	// that the dispatcher is not waiting on it.)
 	waitFor(t, "the dispatcher blocked on the slow watcher", func() bool {
 		st := e.cacher.State()
-		if e.cacher.Metrics().BlockedDispatches < 1 || len(st.Watchers) != 2 {
+		// DispatchWaiting: the timer of the event it waits on now exists
+		// (an earlier blocked dispatch, on the fast watcher, may have
+		// ended, and the next one not yet started its timer).
+		if m := e.cacher.Metrics(); m.BlockedDispatches < 1 || !m.DispatchWaiting || len(st.Watchers) != 2 {
 			return false
 		}
 		fastW, slowW := st.Watchers[0], st.Watchers[1]

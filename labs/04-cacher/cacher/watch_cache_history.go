@@ -19,7 +19,8 @@ package cacher
 // past it first, ends the watcher with no ERROR (the client learns the 410
 // when it watches again). Our GetIntervalLocked copies every event the
 // watcher needs at once, under the lock: simpler, never cut off that way,
-// one allocation per new watch. The Prometheus capacity gauge
+// one allocation per new watch; so the interval needs no
+// `isIndexValidLocked` to ask whether the ring wrapped past it. The Prometheus capacity gauge
 // (`WatchCacheCapacity`) is the resizes counter and Capacity here.
 
 import (
@@ -159,11 +160,6 @@ func (w *watchCacheHistory) doCacheResizeLocked(capacity int) {
 	w.cache = ring
 	w.capacity = capacity
 	w.resizes++
-}
-
-// isIndexValidLocked says whether the event at index is still in the ring.
-func (w *watchCacheHistory) isIndexValidLocked(index int) bool {
-	return index >= w.startIndex
 }
 
 // ResetLocked empties the ring for a relist: startIndex jumps to endIndex,
