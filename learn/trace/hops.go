@@ -98,7 +98,7 @@ var steps = []PathHop{
 		Course: "lab 04's cacheWatcher result channel, read by lab 03's WatchServer",
 		Lab: []LabRef{
 			{"labs/04-cacher/cacher/dispatch.go", "Cacher.dispatchEvent", "func (c *Cacher) dispatchEvent("},
-			{"labs/04-cacher/cacher/cache_watcher.go", "cacheWatcher.process", "func (c *cacheWatcher) process("},
+			{"labs/04-cacher/cacher/cache_watcher.go", "cacheWatcher.processInterval", "func (c *cacheWatcher) processInterval("},
 		},
 		Upstream: []UpRef{
 			{apiserverMod, "pkg/storage/cacher/cacher.go", "Cacher.dispatchEvent", "func (c *Cacher) dispatchEvent(", 996, 1063},
