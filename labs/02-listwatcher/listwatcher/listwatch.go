@@ -53,10 +53,12 @@ type ListWatch struct {
 	// Namespace is the namespace to list and watch; "" means all namespaces.
 	Namespace string
 	// LabelSelector and FieldSelector are applied to every List and Watch
-	// whose options do not set their own, as upstream's
-	// NewFilteredListWatchFromClient does with its optionsModifier: a
-	// Reflector passes options without selectors, and the watch must filter
-	// exactly like the list or the two would disagree about what exists.
+	// whose options do not set their own (upstream's
+	// NewFilteredListWatchFromClient runs its optionsModifier on every
+	// call, and the usual modifier overwrites the selectors; ours fills in
+	// only missing ones, our choice): a Reflector passes options without
+	// selectors, and the watch must filter exactly like the list or the two
+	// would disagree about what exists.
 	LabelSelector string
 	FieldSelector string
 	// Kind is the kind of one object ("ConfigMap" in group "", version "v1").

@@ -12,8 +12,8 @@
 // only if that is refused too does it list at "" (`setIsLastSyncResourceVersionUnavailable`,
 // k8s.io/client-go@v0.37.0/tools/cache/reflector.go:820-826 for the streaming
 // list, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:720-728 for LIST).
-// It watches again from the same resourceVersion, after the backoff, only
-// when the watch could not start because the connection was refused or the
+// By default it watches again from the same resourceVersion, after the
+// backoff, only when the watch could not start because the connection was refused or the
 // server said 429 (`isWatchErrorRetriable`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:1195-1205),
 // or when the stream said 429 (`IsTooManyRequests`, k8s.io/client-go@v0.37.0/tools/cache/reflector.go:652-659);
 // any other error in the stream is logged and ends the watch, and so leads
