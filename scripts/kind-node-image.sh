@@ -89,7 +89,7 @@ if ((${#missing[@]})); then
   echo "kind-node-image: needs ${list%, }${packages[*]:+ (Debian: apt-get install ${packages[*]})}; nothing was built" >&2
   exit 1
 fi
-say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd, CoreDNS and containerd: about 40 minutes on 2 cores"
+say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd, CoreDNS and containerd: 17 to 40 minutes on 2 cores, depending on how much of it the Go build cache holds"
 
 modcache=$(go env GOMODCACHE)
 kube_src="$modcache/k8s.io/kubernetes@$KUBERNETES_VERSION"
