@@ -42,10 +42,7 @@ func TestALockLetGoWithinTheGraceIsNotInUse(t *testing.T) {
 
 		// Held by "a child" that lets go halfway through the grace.
 		child := lock()
-		go func() {
-			time.Sleep(lockGrace / 2)
-			child.Close()
-		}()
+		time.AfterFunc(lockGrace/2, func() { child.Close() }) // on the bubble's fake clock
 		start := time.Now()
 		if inUse, err := dirInUse(dir); err != nil || inUse {
 			t.Fatalf("a lock let go after %v: in use %v, %v; want free once it is let go", lockGrace/2, inUse, err)
