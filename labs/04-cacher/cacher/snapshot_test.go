@@ -14,14 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
-	upstreamcacher "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
 // A LIST at the cache's newest state takes the newest snapshot under the
@@ -177,25 +173,10 @@ func TestFreshReadDoesNotWait(t *testing.T) {
 func TestUpstreamFreshReadStartsNoWakeUpGoroutine(t *testing.T) {
 	e := newPodEnv(t, clock.RealClock{})
 	e.create(t, "ns", "a", "", nil)
-	upStore, closeUpStore := newUpstreamStore(t, e.prefix)
-	defer closeUpStore()
-	cfg := PodConfig(upStore, e.prefix, clock.RealClock{})
-	c, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
-		Storage: upStore, Versioner: storage.APIObjectVersioner{},
-		GroupResource:       schema.GroupResource{Resource: "pods"},
-		EventsHistoryWindow: upstreamcacher.DefaultEventFreshDuration,
-		ResourcePrefix:      e.prefix, KeyFunc: cfg.KeyFunc, GetAttrsFunc: cfg.GetAttrsFunc,
-		NewFunc: cfg.NewFunc, NewListFunc: cfg.NewListFunc, Codec: labtest.Codec(), Clock: clock.RealClock{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c, closeUp := newUpstreamCacher(t, e.prefix, true) // bench_test.go: ready when it returns
+	defer closeUp()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const wakeUp = "cacher.(*watchCache).waitUntilFreshLocked.func"
 	// Wake-up goroutines of earlier tests' upstream Cachers live 3 s.
 	waitFor(t, "no wake-up goroutine left from earlier tests", func() bool { return goroutinesIn(wakeUp) == 0 })
