@@ -213,6 +213,11 @@ func stateDir(flagValue string) (string, error) {
 func up(dir string, comps []string, etcdMembers int) error {
 	if s, err := clusterstate.Read(dir); err == nil && clusterstate.Alive(s.PID) {
 		if _, err := ask(s, "status", 5*time.Second); err == nil {
+			// The other release's labcluster (scripts/cluster-up.sh
+			// --release previous, or without it) started this one.
+			if own := version.Get().GitVersion; s.Version != "" && s.Version != own {
+				return fmt.Errorf("a cluster of Kubernetes %s is already up in %s, and this labcluster runs %s; stop it first (scripts/cluster-down.sh) to start %s", s.Version, dir, own, own)
+			}
 			if n := len(s.Members()); n != etcdMembers {
 				return fmt.Errorf("a cluster with %d etcd member(s) is already up in %s; stop it first (scripts/cluster-down.sh) to start one with %d", n, dir, etcdMembers)
 			}

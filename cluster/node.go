@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
 	"k8s.io/utils/ptr"
 )
 
@@ -176,7 +177,11 @@ func (n *simNode) register(ctx context.Context) (*corev1.Node, error) {
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
 		},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion:          "v1.37.0",
+			// The release labcluster was built at: build-labcluster.sh stamps
+			// it into component-base's version (v1.37.0, or the pin of
+			// labcluster-1.N of the previous release), as kubectl version
+			// shows for the server.
+			KubeletVersion:          version.Get().GitVersion,
 			ContainerRuntimeVersion: "labcluster://simulated",
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",

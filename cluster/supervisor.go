@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
 )
 
 type child struct {
@@ -133,7 +134,7 @@ func newSupervisor(dir string, components []string, etcdMembers int) (*superviso
 	if err := os.MkdirAll(p.Logs(), 0o700); err != nil {
 		return nil, err
 	}
-	s := &State{Dir: dir, PID: os.Getpid(), Components: components}
+	s := &State{Dir: dir, PID: os.Getpid(), Components: components, Version: version.Get().GitVersion}
 	for _, port := range []*int{&s.EtcdPort, &s.EtcdPeerPort, &s.APIServerPort} {
 		if *port, err = freePort(); err != nil {
 			return nil, err

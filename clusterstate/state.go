@@ -47,6 +47,11 @@ type State struct {
 	// EtcdPort and EtcdPeerPort. The first member's ports are those too, so
 	// EtcdURL always names a member.
 	EtcdMembers []EtcdMember `json:"etcdMembers,omitempty"`
+	// Version is the Kubernetes release the supervisor's binary runs
+	// (labcluster, or labcluster-1.N of the previous release: issue #30),
+	// so that `labcluster up` of the other release does not take this
+	// cluster for its own. Empty in a state.json written before it existed.
+	Version string `json:"version,omitempty"`
 }
 
 // EtcdMember is one member of a multi-member etcd: its name (also its

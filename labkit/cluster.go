@@ -197,19 +197,70 @@ func Discover() (*Cluster, error) {
 	return c, nil
 }
 
-// LabclusterBinary builds .cluster/bin/labcluster if its sources changed and
-// returns its path. The first build takes minutes; its progress goes to stderr.
+// EnvRelease chooses the Kubernetes release of the labcluster binary labkit
+// runs: unset (or "current") the course's, .cluster/bin/labcluster;
+// "previous" the release before (versions.env PREVIOUS_KUBERNETES_VERSION),
+// .cluster/bin/labcluster-1.N, which scripts/previous-release.sh runs every
+// lab against. It decides the clusters a test binary starts for itself, and
+// the kubectl and labcluster commands of its scripts; a cluster already up
+// (clusterstate.Discover) is used whatever its release.
+const EnvRelease = "LAB_RELEASE"
+
+// labclusterPath returns the release LAB_RELEASE asks for, as
+// scripts/build-labcluster.sh --release takes it, and its binary's path.
+func labclusterPath(root string) (release, bin string, err error) {
+	switch r := os.Getenv(EnvRelease); r {
+	case "", "current":
+		return "current", filepath.Join(root, ".cluster", "bin", "labcluster"), nil
+	case "previous":
+		v, err := versionsEnv(root, "PREVIOUS_KUBERNETES_VERSION")
+		if err != nil {
+			return "", "", err
+		}
+		minor := strings.TrimPrefix(v, "v")
+		if i := strings.LastIndexByte(minor, '.'); i > 0 {
+			minor = minor[:i]
+		}
+		return "previous", filepath.Join(root, ".cluster", "bin", "labcluster-"+minor), nil
+	default:
+		return "", "", fmt.Errorf("labkit: %s=%q: want current or previous", EnvRelease, r)
+	}
+}
+
+// versionsEnv returns the value of KEY in root's versions.env (KEY=VALUE
+// lines, as the scripts source it).
+func versionsEnv(root, key string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "versions.env"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("labkit: versions.env sets no %s", key)
+}
+
+// LabclusterBinary builds .cluster/bin/labcluster (or, with
+// LAB_RELEASE=previous, the previous release's labcluster-1.N: EnvRelease)
+// if its sources changed and returns its path. The first build takes
+// minutes; its progress goes to stderr.
 func LabclusterBinary() (string, error) {
 	root, err := Root()
 	if err != nil {
 		return "", err
 	}
-	build := exec.Command(filepath.Join(root, "scripts", "build-labcluster.sh"))
+	release, bin, err := labclusterPath(root)
+	if err != nil {
+		return "", err
+	}
+	build := exec.Command(filepath.Join(root, "scripts", "build-labcluster.sh"), "--release", release)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("labkit: building labcluster: %w", err)
+		return "", fmt.Errorf("labkit: building %s: %w", filepath.Base(bin), err)
 	}
-	return filepath.Join(root, ".cluster", "bin", "labcluster"), nil
+	return bin, nil
 }
 
 // StartEmbedded starts a labcluster in dir as a child of this process (it dies

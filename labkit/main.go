@@ -229,7 +229,9 @@ func (r *run) setup(env *testscript.Env) error {
 	// The labcluster binary, for `exec $LABCLUSTER kubectl ...` in the
 	// background (the labcluster command cannot run with &).
 	if root, err := Root(); err == nil {
-		env.Setenv("LABCLUSTER", filepath.Join(root, ".cluster", "bin", "labcluster"))
+		if _, bin, err := labclusterPath(root); err == nil { // of the release LAB_RELEASE names
+			env.Setenv("LABCLUSTER", bin)
+		}
 	}
 	c, err := s.start(r.first, nil)
 	if err != nil {

@@ -69,12 +69,21 @@ func TestCheckVersions(t *testing.T) {
 	}
 	// Other patch releases, spelt in pieces so this file does not name them.
 	other := func(major string, patch int) string { return fmt.Sprintf("%s.37.%d", major, patch) }
-	// The release before, named only where a lab says what changed since.
+	// The release before: its pin (versions.env's PREVIOUS_KUBERNETES_VERSION)
+	// is named only in versions.env, cluster/previous/, the
+	// previous release's goldens and where a lab says what changed since,
+	// or since when; any other 1.36 patch nowhere.
 	prev := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
+	const pin = 4 // PREVIOUS_KUBERNETES_VERSION's patch
+	if !strings.Contains(string(env), "PREVIOUS_KUBERNETES_VERSION=v"+prev("1", pin)+"\n") {
+		t.Fatalf("versions.env does not pin the previous release at v%s; change pin here", prev("1", pin))
+	}
+	previousMod := "module x\n\nrequire (\n\tgo.etcd.io/etcd/server/v3 v3.6.8\n\tk8s.io/kubernetes v" + prev("1", pin) + "\n\tk8s.io/api v" + prev("0", pin) + "\n)\n"
 	good := map[string]string{
-		"versions.env":   string(env),
-		"cluster/go.mod": "module x\n\nrequire k8s.io/kubernetes v1.37.0\n",
-		"README.md":      "Kubernetes v1.37.0, client-go v0.37.0\n",
+		"versions.env":            string(env),
+		"cluster/go.mod":          "module x\n\nrequire k8s.io/kubernetes v1.37.0\n",
+		"cluster/previous/go.mod": previousMod,
+		"README.md":               "Kubernetes v1.37.0, client-go v0.37.0\n",
 		// go.sum lists every version a build resolved: not checked.
 		"cluster/go.sum": "k8s.io/api v" + other("0", 3) + " h1:x\n",
 	}
@@ -95,6 +104,25 @@ func TestCheckVersions(t *testing.T) {
 		"containerd's own k8s.io libraries":     {"kindnode/containerd/go.mod", "module x\n\nrequire k8s.io/cri-api v" + prev("0", 3) + " // indirect\n", ""},
 		"kindnode/crictl's are not exempt":      {"kindnode/crictl/go.mod", "module x\n\nrequire k8s.io/cri-api v" + prev("0", 3) + " // indirect\n", "names " + prev("0", 3)},
 		"kind image without digest":             {"versions.env", strings.Replace(string(env), "@sha256:", ":", 1), "not kindest/node:v1.37.0 pinned by @sha256 digest"},
+		// The previous release (issue #30).
+		"another 1.36 patch in What changed":      {"labs/x/README.md", "## What changed in 1.37\n\nIn v" + prev("1", 2) + " it did this.\n", "labs/x/README.md:3: names " + prev("1", 2)},
+		"the pin in Since when":                   {"labs/x/DEEPER.md", "# Deeper\n\n## Since when\n\n| gate | v" + prev("1", pin) + " | v1.33.0 |\n\n### Rows\n\nk8s.io/apiserver@v" + prev("0", pin) + "\n", ""},
+		"the pin in The previous release":         {"docs/x.md", "# X\n\n## The previous release: --release previous\n\nServer Version: v" + prev("1", pin) + "\n", ""},
+		"the pin after Since when":                {"labs/x/DEEPER.md", "## Since when\n\nv" + prev("1", pin) + "\n\n## Next\n\nv" + prev("1", pin) + "\n", "labs/x/DEEPER.md:7: names " + prev("1", pin)},
+		"another 1.36 patch in Since when":        {"labs/x/DEEPER.md", "## Since when\n\nv" + prev("1", 5) + "\n", "labs/x/DEEPER.md:3: names " + prev("1", 5)},
+		"a previous-release golden":               {"labs/x/testdata/script/a.previous.txtar", "stdout 'Server Version: v" + prev("1", pin) + "'\n", ""},
+		"a 1.36 golden":                           {"labs/x/testdata/recorded/1.36/a.txt", "v" + prev("1", pin) + "\n", ""},
+		"a previous golden of another patch":      {"labs/x/testdata/script/a.previous.txtar", "stdout 'Server Version: v" + prev("1", 3) + "'\n", "a.previous.txtar:1: names " + prev("1", 3)},
+		"the pin in a golden of the current":      {"labs/x/testdata/script/a.txtar", "stdout 'Server Version: v" + prev("1", pin) + "'\n", "a.txtar:1: names " + prev("1", pin)},
+		"the pin in a previous-named non-golden":  {"scripts/previous.sh", "# v" + prev("1", pin) + "\n", "scripts/previous.sh:1: names " + prev("1", pin)},
+		"a txtar's 1.36 member":                   {"labs/x/testdata/script/a.txtar", "release\ncmp stdout want-$RELEASE.txt\n-- want-1.37.txt --\nv1.37.0\n-- want-1.36.txt --\nv" + prev("1", pin) + "\n", ""},
+		"a txtar's other member":                  {"labs/x/testdata/script/a.txtar", "-- want-1.36.txt --\nv" + prev("1", pin) + "\n-- want-1.37.txt --\nv" + prev("1", pin) + "\n", "a.txtar:4: names " + prev("1", pin)},
+		"previous go.mod builds another patch":    {"cluster/previous/go.mod", strings.ReplaceAll(previousMod, prev("", pin), prev("", 3)), "cluster/previous/go.mod requires k8s.io/kubernetes v" + prev("1", 3)},
+		"previous go.mod's etcd":                  {"cluster/previous/go.mod", strings.Replace(previousMod, "v3.6.8", "v3.6.7", 1), "requires go.etcd.io/etcd/server/v3 v3.6.7"},
+		"previous go.mod missing":                 {"cluster/previous/go.mod", "", "cluster/previous/go.mod requires k8s.io/kubernetes nothing"},
+		"previous kind image without digest":      {"versions.env", strings.Replace(string(env), "v"+prev("1", pin)+"@sha256:", "v"+prev("1", pin)+":", 1), "PREVIOUS_KIND_NODE_IMAGE="},
+		"previous pin of another minor":           {"versions.env", strings.Replace(string(env), "PREVIOUS_KUBERNETES_VERSION=v"+prev("1", pin), "PREVIOUS_KUBERNETES_VERSION=v1.35.2", 1), "is not a patch of 1.36"},
+		"the current pin in versions.env's other": {"versions.env", string(env) + "# also v" + other("1", 1) + "\n", "versions.env:"},
 	} {
 		files := map[string]string{}
 		for k, v := range good {
@@ -274,11 +302,16 @@ func TestClusterUpNamesAnUnknownFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--etcd-member", "3"}, `cluster-up: unknown flag or argument "--etcd-member"; cluster-up.sh takes one flag, --etcd-members 1|3|5`},
+		{[]string{"--etcd-member", "3"}, `cluster-up: unknown flag or argument "--etcd-member"; cluster-up.sh takes --etcd-members 1|3|5`},
+		{[]string{"--release"}, "cluster-up: --release needs current or previous"},
+		{[]string{"kind", "--release", "old"}, `cluster-up: unknown release "old" (current, the course's, or previous, the release before)`},
+		{[]string{"--release=previous", "--etcd-member", "3"}, `cluster-up: unknown flag or argument "--etcd-member"`},
 		{[]string{"--etcd-members"}, "cluster-up: --etcd-members needs a number: 1, 3 or 5"},
 		{[]string{"kinf"}, `cluster-up: unknown kind of cluster "kinf" (embedded or kind)`},
 	} {
-		out, err := exec.Command(script, tc.args...).CombinedOutput()
+		cmd := exec.Command(script, tc.args...)
+		cmd.Env = append(os.Environ(), "LAB_CLUSTER=", "LAB_RELEASE=")
+		out, err := cmd.CombinedOutput()
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), tc.want) || strings.Contains(string(out), "labcluster") {
 			t.Errorf("cluster-up.sh %s: exit %v, output:\n%s\nwant status 2 and first %q, no word of labcluster", strings.Join(tc.args, " "), err, out, tc.want)
@@ -289,13 +322,18 @@ func TestClusterUpNamesAnUnknownFlag(t *testing.T) {
 // TestClusterDownSaysTheNextClusterIsEmpty: when scripts/cluster-down.sh
 // stops the embedded cluster, it says that the objects are gone and the next
 // cluster has a new port; when nothing ran, it does not. (A fake labcluster
-// in a checkout of its own.)
+// in a checkout of its own; also one where only the previous release's
+// labcluster-1.N was built, which stops either release's cluster.)
 func TestClusterDownSaysTheNextClusterIsEmpty(t *testing.T) {
 	const next = "cluster-down: its objects are gone; the next scripts/cluster-up.sh starts an empty cluster on a new port"
-	for _, said := range []string{"labcluster: stopped (logs kept in .cluster/logs)", "labcluster: nothing running in .cluster"} {
+	for i, said := range []string{"labcluster: stopped (logs kept in .cluster/logs)", "labcluster: nothing running in .cluster", "labcluster: stopped (logs kept in .cluster/logs)"} {
 		root := t.TempDir()
 		script := copyScript(t, root, "cluster-down.sh")
-		fake := filepath.Join(root, ".cluster", "bin", "labcluster")
+		name := "labcluster"
+		if i == 2 {
+			name = "labcluster-1.36"
+		}
+		fake := filepath.Join(root, ".cluster", "bin", name)
 		os.MkdirAll(filepath.Dir(fake), 0o755)
 		if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+said+"'\n"), 0o755); err != nil {
 			t.Fatal(err)

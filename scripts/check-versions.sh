@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# One Kubernetes version for the whole course: versions.env names it once,
-# and this check fails when any tracked file names another patch release of
-# it (1.37.N), or any patch of the release before (1.36.N) outside a
-# Markdown section headed "What changed..." (where a lab says what 1.37
-# changed): in a README, a script, a link, a golden, a go.mod. It also fails
-# when the Go modules disagree with versions.env. scripts/test.sh runs it.
+# One Kubernetes version for the whole course, and the release before it
+# beside it (issue #30): versions.env names both once, and this check fails
+# when any tracked file names another patch release of the course's minor
+# (1.37.N), or names the release before anywhere but where it belongs. Of
+# the release before only its pin (PREVIOUS_KUBERNETES_VERSION, and the
+# k8s.io/* modules' 0.N of it) is allowed, and only in versions.env, in
+# cluster/previous/ (its go.mod builds labcluster-1.N), in a golden of the
+# previous release (a file under testdata/ with a path part named
+# "previous" or "1.N": testdata/script/x.previous.txtar, or a member so
+# named in a .txtar: -- want-1.36.txt --), and in Markdown
+# sections headed "What changed..." (where a lab says what 1.37 changed),
+# "Since when..." (its table of which release brought what) or "The
+# previous release..." (the docs on running it); any other
+# 1.36.N fails everywhere: in a README, a script, a link, a golden, a go.mod.
+# It also fails when the Go modules disagree with versions.env.
+# scripts/test.sh runs it.
 #
 #   scripts/check-versions.sh [DIR]    check the checkout at DIR (default: this one)
 set -uo pipefail
@@ -18,11 +28,15 @@ minor=${want%.*}                      # 1.37
 staging="0.${want#1.}"                # 0.37.0
 prevn=$(( ${minor#1.} - 1 ))          # 36
 prev="1.$prevn"                       # 1.36
+prevwant=${PREVIOUS_KUBERNETES_VERSION:-}
+prevwant=${prevwant#v}                # 1.36.N, its pin
+prevstaging="0.${prevwant#1.}"        # 0.36.N
 bad=0
 
 # whatchanged FILE LINE: true when LINE of the Markdown FILE is inside a
-# section whose heading starts with "What changed" (up to the next heading
-# of the same or a higher level).
+# section whose heading starts with "What changed", "Since when" or "The
+# previous release" (docs/cluster.md's and docs/kind.md's sections on
+# running it), up to the next heading of the same or a higher level.
 declare -A sections
 whatchanged() {
   local file=$1 line=$2
@@ -32,11 +46,30 @@ whatchanged() {
       !fence && /^#+ / {
         n = index($0, " ") - 1
         if (inside && n <= level) inside = 0
-        if (!inside && substr($0, n + 2) ~ /^What changed/) { inside = 1; level = n }
+        if (!inside && substr($0, n + 2) ~ /^(What changed|Since when|The previous release)/) { inside = 1; level = n }
       }
       inside { printf "%d ", NR }' "$file")
   fi
   [[ " ${sections[$file]} " == *" $line "* ]]
+}
+
+# prevgolden FILE LINE: true when LINE of FILE is a golden of the previous
+# release: FILE is under testdata/ and a part of its path is named
+# "previous" or "1.N" (testdata/script/x.previous.txtar), or FILE is a
+# .txtar archive and LINE is in a member so named (-- want-1.36.txt --:
+# labkit's `release` command picks a golden by $RELEASE).
+declare -A members
+prevgolden() {
+  local file=$1 line=$2 re="(^|/|[._-])(previous|v?${prev//./[.]})([._/-]|\$)"
+  [[ $file == testdata/* || $file == */testdata/* ]] || return 1
+  [[ $file =~ $re ]] && return 0
+  [[ $file == *.txtar ]] || return 1
+  if [[ -z ${members[$file]+x} ]]; then
+    members[$file]=$(awk -v re="$re" '
+      /^-- .* --$/ { name = substr($0, 4, length($0) - 6); inside = (name ~ re); next }
+      inside { printf "%d ", NR }' "$file")
+  fi
+  [[ " ${members[$file]} " == *" $line "* ]]
 }
 
 # Any other patch of this minor release, as a Kubernetes (1.36.N) or a
@@ -80,9 +113,13 @@ while IFS= read -r hit; do
     rest=${rest#*"$match"}
     version=${match#[!0-9]}
     if [[ $version != "$want" && $version != "$staging" ]]; then
-      # The release before is named where a lab says what changed since.
-      if [[ $version == "$prev".* || $version == "0.$prevn".* ]] && [[ $file == *.md ]] &&
-        whatchanged "$file" "$(cut -d: -f2 <<<"$hit")"; then
+      # The release before, at its pin only: in versions.env, in the files
+      # of the previous release (cluster/previous/, a golden of its own),
+      # and where a lab says what changed since, or since when.
+      if [[ -n $prevwant ]] && [[ $version == "$prevwant" || $version == "$prevstaging" ]] &&
+        { [[ $file == versions.env || $file == cluster/previous/* ]] ||
+          prevgolden "$file" "$(cut -d: -f2 <<<"$hit")" ||
+          { [[ $file == *.md ]] && whatchanged "$file" "$(cut -d: -f2 <<<"$hit")"; }; }; then
         continue
       fi
       found=$version
@@ -90,7 +127,13 @@ while IFS= read -r hit; do
     fi
   done
   if [[ -n $found ]]; then
-    echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION (versions.env)"
+    if [[ -n $prevwant && ( $found == "$prevwant" || $found == "$prevstaging" ) ]]; then
+      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, the previous release, outside versions.env, cluster/previous/, the previous release's goldens (under testdata/, a path part named previous or $prev) and Markdown sections headed \"What changed...\", \"Since when...\" or \"The previous release...\"; the course pins $KUBERNETES_VERSION (versions.env)"
+    elif [[ $found == "$prev".* || $found == "0.$prevn".* ]]; then
+      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION, and ${PREVIOUS_KUBERNETES_VERSION:-no release} as the previous release (versions.env)"
+    else
+      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION (versions.env)"
+    fi
     bad=1
   fi
 done < <(git ls-files -z | grep -zvE '(^|/)go(\.work)?\.sum$' | xargs -0 grep -HnIE "$pattern" 2>/dev/null)
@@ -107,7 +150,33 @@ if [[ $KIND_NODE_IMAGE != "kindest/node:$KUBERNETES_VERSION@sha256:"* ]]; then
   bad=1
 fi
 
+# The previous release: the minor before, built by cluster/previous/go.mod,
+# kind's image of it by digest.
+if [[ -z ${PREVIOUS_KUBERNETES_VERSION:-} ]]; then
+  echo "check-versions: versions.env names no PREVIOUS_KUBERNETES_VERSION (the release before $KUBERNETES_VERSION, v$prev.N)"
+  bad=1
+else
+  if [[ $prevwant != "$prev".* ]]; then
+    echo "check-versions: PREVIOUS_KUBERNETES_VERSION=$PREVIOUS_KUBERNETES_VERSION is not a patch of $prev, the release before $KUBERNETES_VERSION"
+    bad=1
+  fi
+  pk8s=$(grep -oE 'k8s\.io/kubernetes v[0-9][^[:space:]]*' cluster/previous/go.mod 2>/dev/null | head -1 | cut -d' ' -f2)
+  if [[ $pk8s != "$PREVIOUS_KUBERNETES_VERSION" ]]; then
+    echo "check-versions: cluster/previous/go.mod requires k8s.io/kubernetes ${pk8s:-nothing}, versions.env says PREVIOUS_KUBERNETES_VERSION=$PREVIOUS_KUBERNETES_VERSION"
+    bad=1
+  fi
+  petcd=$(grep -oE 'go\.etcd\.io/etcd/server/v3 v[0-9][^[:space:]]*' cluster/previous/go.mod 2>/dev/null | head -1 | cut -d' ' -f2)
+  if [[ $petcd != "${PREVIOUS_ETCD_VERSION:-}" ]]; then
+    echo "check-versions: cluster/previous/go.mod requires go.etcd.io/etcd/server/v3 ${petcd:-nothing}, versions.env says PREVIOUS_ETCD_VERSION=${PREVIOUS_ETCD_VERSION:-}"
+    bad=1
+  fi
+  if [[ ${PREVIOUS_KIND_NODE_IMAGE:-} != "kindest/node:$PREVIOUS_KUBERNETES_VERSION@sha256:"* ]]; then
+    echo "check-versions: PREVIOUS_KIND_NODE_IMAGE=${PREVIOUS_KIND_NODE_IMAGE:-} is not kindest/node:$PREVIOUS_KUBERNETES_VERSION pinned by @sha256 digest"
+    bad=1
+  fi
+fi
+
 if [[ $bad == 0 ]]; then
-  echo "check-versions: every file names Kubernetes $KUBERNETES_VERSION (k8s.io/* v$staging) and kind's image by digest"
+  echo "check-versions: every file names Kubernetes $KUBERNETES_VERSION (k8s.io/* v$staging) and kind's image by digest, and the previous release $PREVIOUS_KUBERNETES_VERSION only where it belongs"
 fi
 exit $bad

@@ -2,6 +2,13 @@
 # Stop whichever cluster scripts/cluster-up.sh started; leave no process behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Either release's labcluster (scripts/cluster-up.sh --release previous
+# builds labcluster-1.N) stops either's cluster: down reads state.json and
+# asks the supervisor, whatever binary it runs.
+labcluster=""
+for b in "$root"/.cluster/bin/labcluster "$root"/.cluster/bin/labcluster-[0-9]*; do
+  [[ -x $b && $b != *.sources && $b != *.tmp ]] && { labcluster=$b; break; }
+done
 # A kind cluster only when this checkout started it: the marker cluster-up.sh
 # writes before kind starts. Never by name alone: kind's cluster names are
 # one namespace for every checkout on the machine (one Docker engine), and
@@ -15,8 +22,8 @@ if [[ -f "$root/.cluster/kind" ]]; then
   if [[ "$(docker network inspect kind --format '{{len .Containers}}' 2>/dev/null)" == 0 ]]; then
     docker network rm kind >/dev/null && echo "cluster-down: removed the Docker network kind made"
   fi
-elif [[ -x "$root/.cluster/bin/labcluster" ]]; then
-  out=$("$root/.cluster/bin/labcluster" down --dir "$root/.cluster")
+elif [[ -n $labcluster ]]; then
+  out=$("$labcluster" down --dir "$root/.cluster")
   echo "$out"
   # What a learner would otherwise find out by surprise: labcluster keeps
   # nothing from one run to the next (cluster/supervisor.go, newSupervisor:

@@ -6,6 +6,13 @@
 #                                    the same, on a three-member etcd (one member can die)
 #   scripts/cluster-up.sh kind       a kind cluster (needs a Docker engine)
 #   LAB_CLUSTER=kind scripts/cluster-up.sh
+#
+#   scripts/cluster-up.sh [embedded|kind] --release previous
+#   LAB_RELEASE=previous scripts/cluster-up.sh
+#                                    the same, of the release before the
+#                                    course's (versions.env PREVIOUS_*):
+#                                    .cluster/bin/labcluster-1.N, or kind's
+#                                    node image of it (docs/cluster.md, docs/kind.md)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${LAB_CLUSTER:-embedded}
@@ -15,9 +22,34 @@ if [[ $# -gt 0 && $1 != -* ]]; then
   asked=yes
   shift
 fi
-cluster_up_usage="usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind]"
+cluster_up_usage="usage: scripts/cluster-up.sh [embedded [--etcd-members 1|3|5] | kind] [--release current|previous]"
 if [[ $mode != embedded && $mode != kind ]]; then
   echo "cluster-up: unknown kind of cluster \"$mode\" (embedded or kind)" >&2
+  echo "$cluster_up_usage" >&2
+  exit 2
+fi
+# --release (either kind of cluster) is this script's; it is taken out here,
+# and what is left goes to labcluster.
+release=${LAB_RELEASE:-current}
+rest=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+  --release=*) release=${1#--release=} ;;
+  --release)
+    if [[ $# -lt 2 ]]; then
+      echo "cluster-up: --release needs current or previous" >&2
+      exit 2
+    fi
+    release=$2
+    shift
+    ;;
+  *) rest+=("$1") ;;
+  esac
+  shift
+done
+set -- ${rest[@]+"${rest[@]}"}
+if [[ $release != current && $release != previous ]]; then
+  echo "cluster-up: unknown release \"$release\" (current, the course's, or previous, the release before)" >&2
   echo "$cluster_up_usage" >&2
   exit 2
 fi
@@ -36,7 +68,7 @@ for ((i = 1; i <= $#; i++)); do
     i=$((i + 1))
     ;;
   *)
-    echo "cluster-up: unknown flag or argument \"$a\"; cluster-up.sh takes one flag, --etcd-members 1|3|5 (the embedded cluster's etcd members)" >&2
+    echo "cluster-up: unknown flag or argument \"$a\"; cluster-up.sh takes --etcd-members 1|3|5 (the embedded cluster's etcd members) and --release current|previous" >&2
     echo "$cluster_up_usage" >&2
     exit 2
     ;;
@@ -57,6 +89,16 @@ mkdir -p "$root/.cluster"
 image_override=${KIND_NODE_IMAGE:-}
 # shellcheck source=../versions.env
 source "$root/versions.env"
+version=$KUBERNETES_VERSION
+labcluster=$root/.cluster/bin/labcluster
+if [[ $release == previous ]]; then
+  # The release before: its own labcluster binary (scripts/build-labcluster.sh
+  # --release previous), kind's node image of it.
+  version=$PREVIOUS_KUBERNETES_VERSION
+  previous_minor=${version#v}
+  labcluster=$root/.cluster/bin/labcluster-${previous_minor%.*}
+  KIND_NODE_IMAGE=$PREVIOUS_KIND_NODE_IMAGE
+fi
 KIND_NODE_IMAGE=${image_override:-$KIND_NODE_IMAGE}
 if [[ -n ${KIND_CONFIG:-} ]]; then
   kind_config=$KIND_CONFIG
@@ -80,8 +122,10 @@ embedded)
     echo "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh" >&2
     exit 1
   fi
-  "$root/scripts/build-labcluster.sh"
-  "$root/.cluster/bin/labcluster" up --dir "$root/.cluster" "$@"
+  "$root/scripts/build-labcluster.sh" --release "$release"
+  # A cluster of the other release already up: labcluster up says so
+  # (state.json records the release its supervisor runs) and starts nothing.
+  "$labcluster" up --dir "$root/.cluster" "$@"
   ;;
 kind)
   # Ask the engine, not the client: the docker CLI answers even with no daemon.
@@ -112,6 +156,13 @@ kind)
   fi
   if "$kind" get clusters 2>/dev/null | grep -qx listwatch-labs; then
     if [[ -f "$root/.cluster/kind" ]]; then
+      # The marker holds the node image it was started with (empty from a
+      # checkout before issue #30: the course's own).
+      running=$(cat "$root/.cluster/kind")
+      if [[ ${running:-$KIND_NODE_IMAGE} != "$KIND_NODE_IMAGE" ]]; then
+        echo "cluster-up: a kind cluster of $running is up, not of $KIND_NODE_IMAGE ($version); stop it first with scripts/cluster-down.sh" >&2
+        exit 1
+      fi
       echo "cluster-up: kind: already up"
       echo "export KUBECONFIG=$kubeconfig"
       exit 0
@@ -124,7 +175,7 @@ kind)
   # dies where it is and leaves its node container and network behind, and
   # the next `kind create` would refuse the name. So on Ctrl-C this script
   # removes them itself, ignoring a second Ctrl-C while it does.
-  touch "$root/.cluster/kind"
+  echo "$KIND_NODE_IMAGE" >"$root/.cluster/kind"
   trap 'trap "" INT TERM
         echo "cluster-up: interrupted; removing the half-made kind cluster" >&2
         "$root/scripts/cluster-down.sh" >&2

@@ -62,6 +62,11 @@ func TestVersionsPinKindImageByDigest(t *testing.T) {
 	if !want.MatchString(v["KIND_NODE_IMAGE"]) {
 		t.Errorf("KIND_NODE_IMAGE=%q: want kindest/node:%s@sha256:<64 hex digits>", v["KIND_NODE_IMAGE"], v["KUBERNETES_VERSION"])
 	}
+	// The previous release's, the same way (scripts/cluster-up.sh kind --release previous).
+	prev := regexp.MustCompile(`^kindest/node:` + regexp.QuoteMeta(v["PREVIOUS_KUBERNETES_VERSION"]) + `@sha256:[0-9a-f]{64}$`)
+	if v["PREVIOUS_KUBERNETES_VERSION"] == "" || !prev.MatchString(v["PREVIOUS_KIND_NODE_IMAGE"]) {
+		t.Errorf("PREVIOUS_KIND_NODE_IMAGE=%q: want kindest/node:%s@sha256:<64 hex digits>", v["PREVIOUS_KIND_NODE_IMAGE"], v["PREVIOUS_KUBERNETES_VERSION"])
+	}
 	// The kind module this test compiles against is the one the script installs.
 	if got := kindModuleVersion(t); got != v["KIND_VERSION"] {
 		t.Errorf("cluster/go.mod requires sigs.k8s.io/kind %s, versions.env says KIND_VERSION=%s", got, v["KIND_VERSION"])
@@ -275,7 +280,7 @@ func scriptRoot(t *testing.T) string {
 func runClusterUp(t *testing.T, root, fakes string, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), "kind")
-	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "LAB_CLUSTER=", "KIND_NODE_IMAGE=", "KIND_CONFIG=")
+	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"), "LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=")
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -361,6 +366,12 @@ func TestClusterUpKindNamesPinnedImage(t *testing.T) {
 		config := filepath.Join(root, "testdata", "kind-config.yaml")
 		clusterUpRunsKind(t, root, "listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], config,
 			"KIND_NODE_IMAGE=listwatch-labs/kind-node:"+versions(t)["KUBERNETES_VERSION"], "KIND_CONFIG="+config)
+	})
+	// The previous release (scripts/cluster-up.sh kind --release previous,
+	// or LAB_RELEASE=previous): kind's node image of it, from versions.env.
+	t.Run("previous release", func(t *testing.T) {
+		root := scriptRoot(t)
+		clusterUpRunsKind(t, root, versions(t)["PREVIOUS_KIND_NODE_IMAGE"], filepath.Join(root, "testdata", "kind-config.yaml"), "LAB_RELEASE=previous")
 	})
 	// The image built here has no kindnetd: without KIND_CONFIG it gets the
 	// sandbox's config, which turns kind's CNI off.
