@@ -31,7 +31,7 @@ import (
 var releases sync.Map // *Cluster -> *version.Version
 
 // ServerVersion returns the version c's apiserver reports at /version (its
-// gitVersion, such as v1.36.4), read once per Cluster.
+// gitVersion, such as v1.37.0), read once per Cluster.
 func (c *Cluster) ServerVersion() (*version.Version, error) {
 	if v, ok := releases.Load(c); ok {
 		return v.(*version.Version), nil
@@ -62,8 +62,8 @@ func (c *Cluster) Release() (string, error) {
 }
 
 // ServerMinor returns the minor version of this test binary's cluster
-// (Current()): 37 for v1.37.0, 36 for v1.36.4. A test asserts the
-// behaviour of each release with it:
+// (Current()): 37 for v1.37.0, 36 for the previous release (versions.env).
+// A test asserts the behaviour of each release with it:
 //
 //	if labkit.ServerMinor(t) >= 37 { ...gzip... } else { ...plain... }
 func ServerMinor(t testing.TB) int {
