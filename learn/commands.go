@@ -104,7 +104,7 @@ func cmdList(ctx context.Context, u *ui, root string, labs []*Lab, noRun bool) i
 			u.printf("  %s %-28s %-12s %s\n", mark, ex.Name, state, u.dim(ex.Summary))
 		}
 	}
-	u.printf("\nnext: scripts/labs check NN [EXERCISE] (what fails and why), scripts/labs watch NN (checks again on every save), scripts/labs hint NN EXERCISE\n")
+	u.printf("\nnext: %[1]s check NN [EXERCISE] (what fails and why), %[1]s watch NN (checks again on every save), %[1]s hint NN EXERCISE\n", u.cmd)
 	return 0
 }
 
@@ -153,7 +153,7 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 				}
 			}
 		}
-		rel := func(p string) string { r, _ := filepath.Rel(root, filepath.Join(lab.Dir, p)); return r }
+		rel := func(p string) string { return u.path(filepath.Join(lab.Dir, p)) }
 		if passed(mine) {
 			pass[ex.Name] = true
 			done++
@@ -184,7 +184,7 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 				lines, cut := briefOutput(r.Output)
 				explain(u, lines)
 				if cut > 0 {
-					u.printf("      %s\n", u.dim(fmt.Sprintf("... (%d more lines or parts of lines: scripts/labs check %s %s --verbose)", cut, lab.Num, ex.Name)))
+					u.printf("      %s\n", u.dim(fmt.Sprintf("... (%d more lines or parts of lines: "+u.cmd+" check %s %s --verbose)", cut, lab.Num, ex.Name)))
 				}
 			default:
 				others = append(others, r.Ref.String())
@@ -196,8 +196,8 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 		if solution {
 			u.printf("    %s the solution fails this test: the lab itself is broken, not your exercise\n", u.yellow("note:"))
 		} else {
-			u.printf("    %s write the TODO in %s, then: scripts/labs check %s %s\n", u.bold("next:"), rel(ex.File), lab.Num, ex.Name)
-			u.printf("          stuck? scripts/labs hint %s %s\n", lab.Num, ex.Name)
+			u.printf("    %s write the TODO in %s, then: "+u.cmd+" check %s %s\n", u.bold("next:"), rel(ex.File), lab.Num, ex.Name)
+			u.printf("          stuck? "+u.cmd+" hint %s %s\n", lab.Num, ex.Name)
 		}
 	}
 	u.printf("\n%d of %d exercise(s) pass.\n", done, len(exs))
@@ -217,7 +217,7 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 				if len(slow) > 2 {
 					names = fmt.Sprintf("%s, %s and %d more", slow[0], slow[1], len(slow)-2)
 				}
-				u.printf("%s %d tests on a cluster also check %s (%s); run them with --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names)
+				u.printf("%s %d slower tests (they start a server) also check %s (%s); run them with --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names)
 			}
 		}
 	}
@@ -251,9 +251,9 @@ func cmdHint(u *ui, root string, lab *Lab, ex *Exercise) int {
 	n := min(shown[key], len(ex.Hints)-1)
 	u.printf("%s %s, hint %d of %d:\n\n  %s\n\n", u.bold("lab "+lab.Num), ex.Name, n+1, len(ex.Hints), ex.Hints[n])
 	if n+1 < len(ex.Hints) {
-		u.printf("(scripts/labs hint %s %s again for the next one)\n", lab.Num, ex.Name)
+		u.printf("("+u.cmd+" hint %s %s again for the next one)\n", lab.Num, ex.Name)
 	} else {
-		u.printf("(that was the last hint; scripts/labs solution %s %s shows the whole answer)\n", lab.Num, ex.Name)
+		u.printf("(that was the last hint; "+u.cmd+" solution %s %s shows the whole answer)\n", lab.Num, ex.Name)
 	}
 	shown[key] = n + 1
 	if err := writeState(root, "hints.json", shown); err != nil {
@@ -268,8 +268,9 @@ func cmdHint(u *ui, root string, lab *Lab, ex *Exercise) int {
 // under .cluster/learn/backup/ before writing over it.
 func cmdReset(u *ui, root string, stdin io.Reader, interactive, yes bool, lab *Lab, ex *Exercise) int {
 	path := filepath.Join(lab.Dir, ex.File)
-	rel, _ := filepath.Rel(root, path)
-	stub, err := exec.Command("git", "-C", root, "show", "HEAD:"+filepath.ToSlash(rel)).Output()
+	inRepo, _ := filepath.Rel(root, path)
+	rel := u.path(path)
+	stub, err := exec.Command("git", "-C", root, "show", "HEAD:"+filepath.ToSlash(inRepo)).Output()
 	if err != nil {
 		fmt.Fprintf(u.err, "labs: cannot read the stub %s from git (HEAD): %v\n", rel, err)
 		return 1
@@ -290,7 +291,7 @@ func cmdReset(u *ui, root string, stdin io.Reader, interactive, yes bool, lab *L
 			return 1
 		}
 		if !yes {
-			u.printf("%s differs from the committed stub (your code). Replace it? A copy goes to %s. [y/N] ", rel, relTo(root, backupDir(root)))
+			u.printf("%s differs from the committed stub (your code). Replace it? A copy goes to %s. [y/N] ", rel, u.path(backupDir(root)))
 			answer, _ := bufio.NewReader(stdin).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 				u.printf("not reset.\n")
@@ -307,9 +308,9 @@ func cmdReset(u *ui, root string, stdin io.Reader, interactive, yes bool, lab *L
 		return 1
 	}
 	if backup != "" {
-		u.printf("your version of %s is in %s\n", rel, relTo(root, backup))
+		u.printf("your version of %s is in %s\n", rel, u.path(backup))
 	}
-	u.printf("restored %s as committed (HEAD); next: scripts/labs check %s %s\n", rel, lab.Num, ex.Name)
+	u.printf("restored %s as committed (HEAD); next: "+u.cmd+" check %s %s\n", rel, lab.Num, ex.Name)
 	return 0
 }
 
@@ -346,17 +347,9 @@ func backupFile(root string, lab *Lab, path string, data []byte) (string, error)
 	}
 }
 
-// relTo is path relative to root when it is inside it, else path.
-func relTo(root, path string) string {
-	if r, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return path
-}
-
 func cmdSolution(u *ui, stdin io.Reader, lab *Lab, ex *Exercise, yes bool) int {
 	if !yes {
-		u.printf("This shows the solution of %s. Try the hints first (scripts/labs hint %s %s). Show it? [y/N] ", ex.Name, lab.Num, ex.Name)
+		u.printf("This shows the solution of %s. Try the hints first ("+u.cmd+" hint %s %s). Show it? [y/N] ", ex.Name, lab.Num, ex.Name)
 		answer, _ := bufio.NewReader(stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			u.printf("not shown.\n")
@@ -377,6 +370,6 @@ func cmdSolution(u *ui, stdin io.Reader, lab *Lab, ex *Exercise, yes bool) int {
 	for _, d := range hunks(lineDiff(string(mine), string(sol)), 3) {
 		u.printf("%s\n", colourDiff(u, d))
 	}
-	u.printf("\nTo use it: copy the function body into %s (keep its //go:build exercise line), then scripts/labs check %s %s\n", ex.File, lab.Num, ex.Name)
+	u.printf("\nTo use it: copy the function body into %s (keep its //go:build exercise line), then "+u.cmd+" check %s %s\n", u.path(filepath.Join(lab.Dir, ex.File)), lab.Num, ex.Name)
 	return 0
 }

@@ -366,7 +366,9 @@ func TestResetRestoresTheCommittedStub(t *testing.T) {
 	ex := &Exercise{Name: "x", File: "x_exercise.go"}
 	reset := func(stdin string, interactive, yes bool) (int, string) {
 		var out bytes.Buffer
-		code := cmdReset(newUI(&out, &out), root, strings.NewReader(stdin), interactive, yes, lab, ex)
+		u := newUI(&out, &out)
+		u.from(root, "") // as Main does, with no LABS_CWD: paths from the root
+		code := cmdReset(u, root, strings.NewReader(stdin), interactive, yes, lab, ex)
 		return code, out.String()
 	}
 	const mine = "//go:build exercise\n\npackage demo\n\nfunc x() int { return 42 } // my attempt\n"
@@ -436,6 +438,32 @@ func TestHintWithoutExercise(t *testing.T) {
 	code, out := run(t, "", "hint", "02")
 	if want := "labs: hint needs an exercise: scripts/labs hint 02 EXERCISE (lab 02 has: relist-on-410, resume-rv, backoff-delay)\n"; code != 2 || out != want {
 		t.Fatalf("exit %d, output %q; want 2 and %q", code, out, want)
+	}
+}
+
+// TestCommandsFromALabDirectory: scripts/labs typed in labs/02-listwatcher
+// (it passes that directory as LABS_CWD) names itself and the lab's files as
+// the learner can type and open them there, not from the root.
+func TestCommandsFromALabDirectory(t *testing.T) {
+	withState(t)
+	root, err := workspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LABS_CWD", filepath.Join(root, "labs", "02-listwatcher"))
+	code, out := run(t, "", "hint", "02")
+	if want := "labs: hint needs an exercise: ../../scripts/labs hint 02 EXERCISE (lab 02 has: relist-on-410, resume-rv, backoff-delay)\n"; code != 2 || out != want {
+		t.Fatalf("exit %d, output %q; want 2 and %q", code, out, want)
+	}
+	code, out = run(t, "", "hint", "02", "resume-rv")
+	if code != 0 || !strings.Contains(out, "(../../scripts/labs hint 02 resume-rv again for the next one)") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	// Outside the workspace (scripts/labs run by its full path from
+	// elsewhere), the root's form: a relative path from there would be long.
+	t.Setenv("LABS_CWD", t.TempDir())
+	if code, out = run(t, "", "hint", "02"); !strings.Contains(out, ": scripts/labs hint 02 EXERCISE") {
+		t.Fatalf("from outside: exit %d, output %q", code, out)
 	}
 }
 

@@ -64,6 +64,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "labs:", err)
 		return 2
 	}
+	u.from(root, os.Getenv("LABS_CWD"))
 	labs, err := loadLabs(root)
 	if err != nil {
 		fmt.Fprintln(stderr, "labs:", err)
@@ -162,7 +163,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			if len(names) == 0 {
 				fmt.Fprintf(stderr, "labs: lab %s has no exercises yet\n", l.Num)
 			} else {
-				fmt.Fprintf(stderr, "labs: %s needs an exercise: scripts/labs %s %s EXERCISE (lab %s has: %s)\n", cmd, cmd, l.Num, l.Num, strings.Join(names, ", "))
+				fmt.Fprintf(stderr, "labs: %s needs an exercise: %s %s %s EXERCISE (lab %s has: %s)\n", cmd, u.cmd, cmd, l.Num, l.Num, strings.Join(names, ", "))
 			}
 			return 2
 		}

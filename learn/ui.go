@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +20,15 @@ type ui struct {
 	tty      bool
 	spin     bool // a spinner on stderr
 
+	// cmd is how the learner runs this command from where they typed it
+	// (../../scripts/labs from a lab's directory), and base that directory:
+	// the commands and paths we print are ones they can type or open there.
+	// scripts/labs passes its caller's directory as LABS_CWD (it runs us from
+	// the root); without it they are relative to the root.
+	cmd  string
+	base string
+	root string
+
 	mu      sync.Mutex
 	label   string
 	detail  string
@@ -26,7 +37,7 @@ type ui struct {
 }
 
 func newUI(stdout, stderr io.Writer) *ui {
-	u := &ui{out: stdout, err: stderr}
+	u := &ui{out: stdout, err: stderr, cmd: "scripts/labs"}
 	// A terminal, not merely a character device (/dev/null is one too).
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		u.tty = true
@@ -111,4 +122,38 @@ func (u *ui) done() {
 		<-u.stopped
 		u.stop = nil
 	}
+}
+
+// from sets cmd and base for a learner who typed the command in cwd, inside
+// the workspace at root; outside it (or cwd empty) they stay root-relative.
+func (u *ui) from(root, cwd string) {
+	u.base, u.root = root, root
+	if cwd == "" {
+		return
+	}
+	if !inside(root, cwd) {
+		return
+	}
+	u.base = cwd
+	if c, err := filepath.Rel(cwd, filepath.Join(root, "scripts", "labs")); err == nil {
+		u.cmd = c
+	}
+}
+
+// path is p (absolute) as the learner can open it from where they are:
+// relative when p is in the workspace, else as it is.
+func (u *ui) path(p string) string {
+	if u.base == "" || !inside(u.root, p) {
+		return p
+	}
+	if r, err := filepath.Rel(u.base, p); err == nil {
+		return r
+	}
+	return p
+}
+
+// inside says whether p is dir or below it.
+func inside(dir, p string) bool {
+	r, err := filepath.Rel(dir, p)
+	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
 }

@@ -89,7 +89,7 @@ func cmdWatch(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise,
 	if only != nil {
 		what = only.Name
 	}
-	rel := relTo(root, lab.Dir)
+	rel := u.path(lab.Dir)
 	u.printf("%s checks %s of lab %s now, then again each time you save a file under %s/ (Ctrl-C stops it)\n", u.bold("labs watch"), what, lab.Num, rel)
 	var last map[string]bool
 	files := labFiles(lab.Dir)

@@ -53,6 +53,12 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("serviceaccount %s/default: %w", ns, err)
 	}
+	// The release the apiserver says it is (/version): v1.37.0, or the
+	// previous release's under LAB_RELEASE=previous (scripts/previous-release.sh).
+	info, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("/version: %w", err)
+	}
 	cfg := rest.CopyConfig(c.Config)
 	proxy, err := NewProxy(cfg.Host[len("https://"):])
 	if err != nil {
@@ -69,7 +75,7 @@ func StartRealStack(ctx context.Context, c *HACluster, ns string) (*RealStack, e
 	}
 	s := &RealStack{proxy: proxy}
 	s.Target = Target{
-		Name:   "the real kube-apiserver v1.37.0 on a three-member etcd (client-go and lab 05 informers on ConfigMaps and Pods)",
+		Name:   "the real kube-apiserver " + info.GitVersion + " on a three-member etcd (client-go and lab 05 informers on ConfigMaps and Pods)",
 		Config: cfg,
 		Faults: map[string]func(ctx context.Context) (string, []Write, error){
 			"compact": func(ctx context.Context) (string, []Write, error) {

@@ -120,6 +120,11 @@ setsid nohup dockerd >"$root/.cluster/dockerd.log" 2>&1 </dev/null &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     echo "sandbox-docker: Docker $(docker version --format '{{.Server.Version}}') answers (storage driver: $(docker info --format '{{.Driver}}'), cgroup $(docker info --format '{{.CgroupVersion}}'))"
+    # A docker client found first on PATH may be another install's (a newer
+    # one in /usr/local/bin): it talks to this daemon at the daemon's older
+    # API version, which kind and the image build work with. Say which.
+    client=$(docker version --format '{{.Client.Version}}' 2>/dev/null || true)
+    echo "sandbox-docker: the docker client is $(command -v docker) ($client); dockerd keeps running after cluster-down: stop it with kill \$(cat /var/run/docker.pid); its images are under /var/lib/docker"
     exit 0
   fi
   sleep 1

@@ -270,12 +270,24 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 	if withTrigger {
 		labCfg = PodConfig(store, prefix, clock.RealClock{})
 	}
+	c := upstreamCacherFor(b, labCfg)
+	return c, func() {
+		c.Stop()
+		closeStore()
+	}
+}
+
+// upstreamCacherFor is k8s.io/apiserver@v0.37.0's Cacher configured as labCfg
+// configures ours (its storage, prefix, key, attrs, index and object
+// functions), loaded: Wait has returned. The caller stops it.
+func upstreamCacherFor(b testing.TB, labCfg Config) *upstreamcacher.Cacher {
+	b.Helper()
 	c, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
-		Storage:             store,
+		Storage:             labCfg.Storage,
 		Versioner:           storage.APIObjectVersioner{},
 		GroupResource:       schema.GroupResource{Resource: "pods"},
 		EventsHistoryWindow: upstreamcacher.DefaultEventFreshDuration,
-		ResourcePrefix:      prefix,
+		ResourcePrefix:      labCfg.ResourcePrefix,
 		KeyFunc:             labCfg.KeyFunc,
 		GetAttrsFunc:        labCfg.GetAttrsFunc,
 		IndexerFuncs:        labCfg.IndexerFuncs,
@@ -290,12 +302,10 @@ func newUpstreamCacher(b testing.TB, prefix string, withTrigger bool) (*upstream
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Wait(ctx); err != nil {
+		c.Stop()
 		b.Fatal(err)
 	}
-	return c, func() {
-		c.Stop()
-		closeStore()
-	}
+	return c
 }
 
 // newUpstreamStore is k8s.io/apiserver@v0.37.0's etcd3 store for pods under

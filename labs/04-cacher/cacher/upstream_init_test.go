@@ -6,17 +6,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
-	upstreamcacher "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/utils/clock"
-
-	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
 // recordingStorage records the lists and watches a Cacher asks of its
@@ -54,29 +49,8 @@ func TestUpstreamCacherLoadsByWatchList(t *testing.T) {
 	upStore, closeUpStore := newUpstreamStore(t, e.prefix)
 	defer closeUpStore()
 	rec := &recordingStorage{Interface: upStore}
-	cfg := PodConfig(rec, e.prefix, clock.RealClock{})
-	c, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
-		Storage:             rec,
-		Versioner:           storage.APIObjectVersioner{},
-		GroupResource:       schema.GroupResource{Resource: "pods"},
-		EventsHistoryWindow: upstreamcacher.DefaultEventFreshDuration,
-		ResourcePrefix:      e.prefix,
-		KeyFunc:             cfg.KeyFunc,
-		GetAttrsFunc:        cfg.GetAttrsFunc,
-		NewFunc:             cfg.NewFunc,
-		NewListFunc:         cfg.NewListFunc,
-		Codec:               labtest.Codec(),
-		Clock:               clock.RealClock{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := upstreamCacherFor(t, benchPodConfig(rec, e.prefix))
 	defer c.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if rec.lists != 0 {
@@ -173,22 +147,8 @@ func TestInternalWatchErrorUpstreamKeepsWatchersOursRelists(t *testing.T) {
 	upStore, closeUpStore := newUpstreamStore(t, e.prefix)
 	defer closeUpStore()
 	upFaulty := &faultyWatchStorage{Interface: upStore}
-	cfg := PodConfig(upFaulty, e.prefix, clock.RealClock{})
-	up, err := upstreamcacher.NewCacherFromConfig(upstreamcacher.Config{
-		Storage: upFaulty, Versioner: storage.APIObjectVersioner{}, GroupResource: schema.GroupResource{Resource: "pods"},
-		EventsHistoryWindow: upstreamcacher.DefaultEventFreshDuration, ResourcePrefix: e.prefix,
-		KeyFunc: cfg.KeyFunc, GetAttrsFunc: cfg.GetAttrsFunc, NewFunc: cfg.NewFunc, NewListFunc: cfg.NewListFunc,
-		Codec: labtest.Codec(), Clock: clock.RealClock{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := upstreamCacherFor(t, benchPodConfig(upFaulty, e.prefix))
 	defer up.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := up.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	labFaulty := &faultyWatchStorage{Interface: e.etcdPods}
 	lab, err := NewCacherFromConfig(PodConfig(labFaulty, e.prefix, clock.RealClock{}))
 	if err != nil {

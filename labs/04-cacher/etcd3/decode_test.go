@@ -19,7 +19,6 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
-	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/etcd3"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -107,10 +106,7 @@ func decodeWatch(t *testing.T, ns string, codec *gatedCodec) []string {
 	ctx := context.Background()
 	cfg := labtest.ConfigMapStorage(etcdServer.Client)
 	cfg.Codec = codec
-	s, err := etcd3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeWith(t, cfg)
 	emptyNamespace(t, ns)
 	start, err := s.GetCurrentResourceVersion(ctx)
 	if err != nil {

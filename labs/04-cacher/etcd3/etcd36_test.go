@@ -18,7 +18,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/etcd3"
 	"github.com/listwatch-labs/listwatch-labs/labs/04-cacher/internal/labtest"
 )
 
@@ -139,10 +138,7 @@ func TestGetListFallsBackOnEtcd36(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg := labtest.ConfigMapStorage(client)
 	cfg.Clock = clk
-	s, err := etcd3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeWith(t, cfg)
 	createN(t, s, "old", 3)
 	list := func(want int) {
 		t.Helper()
@@ -172,22 +168,9 @@ func TestGetListFallsBackOnEtcd36(t *testing.T) {
 
 	// The watch's initial sync, on a new store, which has not seen the
 	// refusal yet: it tries RangeStream, then pages.
-	s2, err := etcd3.New(labtest.ConfigMapStorage(client))
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter.reset()
-	w, err := s2.Watch(ctx, "/configmaps/old", storage.ListOptions{Recursive: true, Predicate: labtest.Predicate(nil, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := storeWith(t, labtest.ConfigMapStorage(client))
+	w := watchSync(t, s2, counter, "old", 3, 1, 1)
 	defer w.Stop()
-	for i := range 3 {
-		expectEvent(t, w, watch.Added, fmt.Sprintf("n%d", i))
-	}
-	if streams, ranges := counter.count(methodRangeStream), counter.count(methodRange); streams != 1 || ranges != 1 {
-		t.Errorf("watch sync: %d RangeStream, %d Range calls; want 1 and 1", streams, ranges)
-	}
 	// And the watch goes on after the sync.
 	if err := s2.Create(ctx, key("old", "later"), cm("old", "later", "1"), nil, 0); err != nil {
 		t.Fatal(err)

@@ -126,10 +126,7 @@ func TestGetListStreamsOnEtcd37(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	client, counter := countingClient(t, etcdServer.Endpoint)
-	s, err := etcd3.New(labtest.ConfigMapStorage(client))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeWith(t, labtest.ConfigMapStorage(client))
 	createN(t, s, "stream37", 5)
 
 	counter.reset()
@@ -186,18 +183,26 @@ func TestGetListStreamsOnEtcd37(t *testing.T) {
 	}
 
 	// The watch's initial sync.
+	watchSync(t, s, counter, "stream37", 5, 1, 0).Stop()
+}
+
+// watchSync starts a watch of namespace ns on s, expects its initial sync
+// (ADDED n0..n<count-1>), and checks how many RangeStream and Range calls
+// the sync made; the test stops the watch it returns.
+func watchSync(t *testing.T, s *etcd3.Store, counter *rpcCounter, ns string, count, wantStreams, wantRanges int) watch.Interface {
+	t.Helper()
 	counter.reset()
-	w, err := s.Watch(ctx, "/configmaps/stream37", storage.ListOptions{Recursive: true, Predicate: labtest.Predicate(nil, nil)})
+	w, err := s.Watch(context.Background(), "/configmaps/"+ns, storage.ListOptions{Recursive: true, Predicate: labtest.Predicate(nil, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	for i := range 5 {
+	for i := range count {
 		expectEvent(t, w, watch.Added, fmt.Sprintf("n%d", i))
 	}
-	if got, ranges := counter.count(methodRangeStream), counter.count(methodRange); got != 1 || ranges != 0 {
-		t.Errorf("watch sync: %d RangeStream, %d Range calls; want 1 and 0", got, ranges)
+	if streams, ranges := counter.count(methodRangeStream), counter.count(methodRange); streams != wantStreams || ranges != wantRanges {
+		t.Errorf("watch sync: %d RangeStream, %d Range calls; want %d and %d", streams, ranges, wantStreams, wantRanges)
 	}
+	return w
 }
 
 // GetCurrentResourceVersion is one Range of the bare resource key, limit 1
@@ -206,10 +211,7 @@ func TestGetCurrentResourceVersionIsOneGet(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	client, counter := countingClient(t, etcdServer.Endpoint)
-	s, err := etcd3.New(labtest.ConfigMapStorage(client))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeWith(t, labtest.ConfigMapStorage(client))
 	put, err := client.Put(ctx, "/registry/configmaps/rv/x", "not an object")
 	if err != nil {
 		t.Fatal(err)
@@ -246,10 +248,7 @@ func TestWatchRecordTimestamps(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	cfg := labtest.ConfigMapStorage(etcdServer.Client)
 	cfg.Clock = clk
-	s, err := etcd3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storeWith(t, cfg)
 	emptyNamespace(t, "stamped")
 	if err := s.Create(ctx, key("stamped", "before"), cm("stamped", "before", "1"), nil, 0); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,13 @@ func TestMain(m *testing.M) {
 
 func newStore(t *testing.T) *etcd3.Store {
 	t.Helper()
-	s, err := etcd3.New(labtest.ConfigMapStorage(etcdServer.Client))
+	return storeWith(t, labtest.ConfigMapStorage(etcdServer.Client))
+}
+
+// storeWith is a Store with cfg; a bad cfg fails the test.
+func storeWith(t *testing.T, cfg etcd3.Config) *etcd3.Store {
+	t.Helper()
+	s, err := etcd3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
