@@ -156,9 +156,10 @@ kind)
   fi
   if "$kind" get clusters 2>/dev/null | grep -qx listwatch-labs; then
     if [[ -f "$root/.cluster/kind" ]]; then
-      # The marker holds the node image it was started with (empty from a
-      # checkout before issue #30: the course's own).
-      running=$(cat "$root/.cluster/kind")
+      # The marker names the node image it was started with, on a line
+      # "image IMAGE" (none from a checkout before issue #30: taken as
+      # the one asked for).
+      running=$(sed -n 's/^image //p' "$root/.cluster/kind")
       if [[ ${running:-$KIND_NODE_IMAGE} != "$KIND_NODE_IMAGE" ]]; then
         echo "cluster-up: a kind cluster of $running is up, not of $KIND_NODE_IMAGE ($version); stop it first with scripts/cluster-down.sh" >&2
         exit 1
@@ -175,7 +176,7 @@ kind)
   # dies where it is and leaves its node container and network behind, and
   # the next `kind create` would refuse the name. So on Ctrl-C this script
   # removes them itself, ignoring a second Ctrl-C while it does.
-  echo "$KIND_NODE_IMAGE" >"$root/.cluster/kind"
+  echo "image $KIND_NODE_IMAGE" >"$root/.cluster/kind"
   trap 'trap "" INT TERM
         echo "cluster-up: interrupted; removing the half-made kind cluster" >&2
         "$root/scripts/cluster-down.sh" >&2

@@ -199,7 +199,7 @@ func TestClusterUpWithKindUp(t *testing.T) {
 	} {
 		cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), c.args...)
 		cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"LAB_CLUSTER=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
+			"LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -212,6 +212,36 @@ func TestClusterUpWithKindUp(t *testing.T) {
 		}
 		if code != c.code || stdout.String() != c.stdout || stderr.String() != c.stderr {
 			t.Errorf("cluster-up.sh %v: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+		}
+	}
+	// The marker names the image the cluster was started with (issue #30):
+	// the same image is already up; the other release's is refused, naming
+	// the one that is up.
+	v := versions(t)
+	if err := os.WriteFile(filepath.Join(root, ".cluster", "kind"), []byte("image "+v["KIND_NODE_IMAGE"]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"kind"}, 0, "cluster-up: kind: already up\n" + export},
+		{[]string{"kind", "--release", "previous"}, 1, "cluster-up: a kind cluster of " + v["KIND_NODE_IMAGE"] + " is up, not of " + v["PREVIOUS_KIND_NODE_IMAGE"] + " (" + v["PREVIOUS_KUBERNETES_VERSION"] + "); stop it first with scripts/cluster-down.sh\n"},
+	} {
+		cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), c.args...)
+		cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || string(out) != c.out {
+			t.Errorf("cluster-up.sh %v with the course's image up: exit %d, output %q; want exit %d, %q", c.args, code, out, c.code, c.out)
 		}
 	}
 	if calls, _ := os.ReadFile(filepath.Join(state, "calls")); strings.Contains(string(calls), "create") {
