@@ -12,7 +12,7 @@
 # sections headed "What changed..." (where a lab says what 1.37 changed),
 # "Since when..." (its table of which release brought what) or "The
 # previous release..." (the docs on running it); and anywhere as a citation
-# of its pinned source (k8s.io/apiserver@v0.36.4/PATH, a blob/v1.36.4/ link),
+# of its pinned source (k8s.io/apiserver@v0.N.M/PATH, a blob/v1.N.M/ link),
 # which a test asserting the previous release's behaviour names; any other
 # 1.36.N fails everywhere: in a README, a script, a link, a golden, a go.mod.
 # It also fails when the Go modules disagree with versions.env.
