@@ -70,7 +70,7 @@ func TestCheckVersions(t *testing.T) {
 	// Other patch releases, spelt in pieces so this file does not name them.
 	other := func(major string, patch int) string { return fmt.Sprintf("%s.37.%d", major, patch) }
 	// The release before: its pin (versions.env's PREVIOUS_KUBERNETES_VERSION)
-	// is named only in versions.env, cluster/previous/, the
+	// is named only in versions.env, cluster/previous/, kindnode/*/previous/, the
 	// previous release's goldens and where a lab says what changed since,
 	// or since when; any other 1.36 patch nowhere.
 	prev := func(major string, patch int) string { return fmt.Sprintf("%s.36.%d", major, patch) }
@@ -127,6 +127,12 @@ func TestCheckVersions(t *testing.T) {
 		"previous kind image without digest":      {"versions.env", strings.Replace(string(env), "v"+prev("1", pin)+"@sha256:", "v"+prev("1", pin)+":", 1), "PREVIOUS_KIND_NODE_IMAGE="},
 		"previous pin of another minor":           {"versions.env", strings.Replace(string(env), "PREVIOUS_KUBERNETES_VERSION=v"+prev("1", pin), "PREVIOUS_KUBERNETES_VERSION=v1.35.2", 1), "is not a patch of 1.36"},
 		"the current pin in versions.env's other": {"versions.env", string(env) + "# also v" + other("1", 1) + "\n", "versions.env:"},
+		// The kind node image of the previous release (scripts/kind-node-image.sh --release previous).
+		"the pin in kindnode's previous go.mod":            {"kindnode/kube/previous/go.mod", "module x\n\nrequire (\n\tk8s.io/kubernetes v" + prev("1", pin) + " // indirect\n\tk8s.io/api v" + prev("0", pin) + " // indirect\n)\n", ""},
+		"another 1.36 patch in kindnode's previous go.mod": {"kindnode/kube/previous/go.mod", "module x\n\nrequire (\n\tk8s.io/kubernetes v" + prev("1", pin) + " // indirect\n\tk8s.io/api v" + prev("0", 3) + " // indirect\n)\n", "kindnode/kube/previous/go.mod:5: names " + prev("0", 3)},
+		"the pin in kindnode's current go.mod":             {"kindnode/kube/go.mod", "module x\n\nrequire k8s.io/api v" + prev("0", pin) + " // indirect\n", "kindnode/kube/go.mod:3: names " + prev("0", pin)},
+		"kindnode's previous go.mod of another minor":      {"kindnode/kube/previous/go.mod", "module x\n\nrequire k8s.io/kubernetes v1.35.2 // indirect\n", "kindnode/kube/previous/go.mod requires k8s.io/kubernetes v1.35.2"},
+		"kindnode's previous etcd":                         {"kindnode/etcd/previous/go.mod", "module x\n\nrequire go.etcd.io/etcd/server/v3 v3.6.7 // indirect\n", "kindnode/etcd/previous/go.mod requires go.etcd.io/etcd/server/v3 v3.6.7"},
 	} {
 		files := map[string]string{}
 		for k, v := range good {

@@ -5,7 +5,8 @@
 # (1.37.N), or names the release before anywhere but where it belongs. Of
 # the release before only its pin (PREVIOUS_KUBERNETES_VERSION, and the
 # k8s.io/* modules' 0.N of it) is allowed, and only in versions.env, in
-# cluster/previous/ (its go.mod builds labcluster-1.N), in a golden of the
+# cluster/previous/ (its go.mod builds labcluster-1.N), in kindnode/*/previous/
+# (their go.mod files build the kind node image of it), in a golden of the
 # previous release (a file under testdata/ with a path part named
 # "previous" or "1.N": testdata/script/x.previous.txtar, or a member so
 # named in a .txtar: -- want-1.36.txt --), and in Markdown
@@ -126,10 +127,11 @@ while IFS= read -r hit; do
     version=${match#[!0-9]}
     if [[ $version != "$want" && $version != "$staging" ]]; then
       # The release before, at its pin only: in versions.env, in the files
-      # of the previous release (cluster/previous/, a golden of its own),
+      # of the previous release (cluster/previous/, kindnode/*/previous/, a
+      # golden of its own),
       # and where a lab says what changed since, or since when.
       if [[ -n $prevwant ]] && [[ $version == "$prevwant" || $version == "$prevstaging" ]] &&
-        { [[ $file == versions.env || $file == cluster/previous/* ]] ||
+        { [[ $file == versions.env || $file == cluster/previous/* || $file == kindnode/*/previous/* ]] ||
           prevgolden "$file" "$(cut -d: -f2 <<<"$hit")" ||
           { [[ $file == *.md ]] && whatchanged "$file" "$(cut -d: -f2 <<<"$hit")"; }; }; then
         continue
@@ -140,7 +142,7 @@ while IFS= read -r hit; do
   done
   if [[ -n $found ]]; then
     if [[ -n $prevwant && ( $found == "$prevwant" || $found == "$prevstaging" ) ]]; then
-      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, the previous release, outside versions.env, cluster/previous/, the previous release's goldens (under testdata/, a path part named previous or $prev), Markdown sections headed \"What changed...\", \"Since when...\" or \"The previous release...\", and citations of its pinned source (MODULE@v$prevstaging/PATH, blob/v$prevwant/PATH); the course pins $KUBERNETES_VERSION (versions.env)"
+      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, the previous release, outside versions.env, cluster/previous/, kindnode/*/previous/, the previous release's goldens (under testdata/, a path part named previous or $prev), Markdown sections headed \"What changed...\", \"Since when...\" or \"The previous release...\", and citations of its pinned source (MODULE@v$prevstaging/PATH, blob/v$prevwant/PATH); the course pins $KUBERNETES_VERSION (versions.env)"
     elif [[ $found == "$prev".* || $found == "0.$prevn".* ]]; then
       echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION, and ${PREVIOUS_KUBERNETES_VERSION:-no release} as the previous release (versions.env)"
     else
@@ -182,6 +184,18 @@ else
     echo "check-versions: cluster/previous/go.mod requires go.etcd.io/etcd/server/v3 ${petcd:-nothing}, versions.env says PREVIOUS_ETCD_VERSION=${PREVIOUS_ETCD_VERSION:-}"
     bad=1
   fi
+  # The kind node image of it built here (scripts/kind-node-image.sh
+  # --release previous): kindnode/kube/previous/go.mod and
+  # kindnode/etcd/previous/go.mod, when there, build the same versions.
+  for f in kindnode/kube/previous/go.mod:k8s.io/kubernetes:PREVIOUS_KUBERNETES_VERSION kindnode/etcd/previous/go.mod:go.etcd.io/etcd/server/v3:PREVIOUS_ETCD_VERSION; do
+    IFS=: read -r mod path var <<<"$f"
+    [[ -f $mod ]] || continue
+    got=$(grep -E "^[[:space:]]*(require[[:space:]]+)?${path//./\\.} v[0-9]" "$mod" | head -1 | sed -E "s#^[[:space:]]*(require[[:space:]]+)?##" | awk '{print $2}')
+    if [[ $got != "${!var:-}" ]]; then
+      echo "check-versions: $mod requires $path ${got:-nothing}, versions.env says $var=${!var:-}"
+      bad=1
+    fi
+  done
   if [[ ${PREVIOUS_KIND_NODE_IMAGE:-} != "kindest/node:$PREVIOUS_KUBERNETES_VERSION@sha256:"* ]]; then
     echo "check-versions: PREVIOUS_KIND_NODE_IMAGE=${PREVIOUS_KIND_NODE_IMAGE:-} is not kindest/node:$PREVIOUS_KUBERNETES_VERSION pinned by @sha256 digest"
     bad=1

@@ -50,13 +50,49 @@
 # comment lines, versions.env, kindnode/*/go.{mod,sum}); when an image with
 # that label exists, the script says so and stops: a second run takes
 # seconds.
+#
+#   scripts/kind-node-image.sh                      the course's release:
+#                                                   listwatch-labs/kind-node:KUBERNETES_VERSION
+#   scripts/kind-node-image.sh --release previous   the release before it:
+#                                                   listwatch-labs/kind-node:PREVIOUS_KUBERNETES_VERSION
+#
+# The previous release's image is built from the same modules with
+# alternate module files, as scripts/build-labcluster.sh --release previous
+# builds labcluster: kindnode/kube, kindnode/etcd and kindnode/coredns have
+# a previous/go.mod (with its go.sum) pinning what kubeadm of that release
+# asks for, used with go build -modfile=previous/go.mod. containerd and
+# crictl come from kind's base image, the same for both releases (kind
+# KIND_VERSION), so both images take them from the one module each.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+release=current
+case "${1:-}" in
+"") ;;
+--release=*) release=${1#--release=} ;;
+--release) release=${2:-} ;;
+*) echo "usage: scripts/kind-node-image.sh [--release current|previous]" >&2; exit 2 ;;
+esac
 # shellcheck source=../versions.env
 source "$root/versions.env"
-image="listwatch-labs/kind-node:$KUBERNETES_VERSION"
 work="$root/.cluster/kind-node"
-bin="$work/bin"
+case "$release" in
+current)
+  bin="$work/bin"
+  modfile=go.mod
+  ;;
+previous)
+  KUBERNETES_VERSION=$PREVIOUS_KUBERNETES_VERSION
+  bin="$work/bin-$KUBERNETES_VERSION"
+  modfile=previous/go.mod
+  ;;
+*) echo "kind-node-image: unknown release \"$release\" (current or previous)" >&2; exit 2 ;;
+esac
+# The module file of each module for this release: kube, etcd and coredns
+# have one per release; containerd and crictl one for both.
+modfile_of() {
+  if [[ -f "$root/kindnode/$1/$modfile" ]]; then echo "$modfile"; else echo go.mod; fi
+}
+image="listwatch-labs/kind-node:$KUBERNETES_VERSION"
 mkdir -p "$bin"
 start=$(date +%s)
 say() { echo "kind-node-image: [$(( $(date +%s) - start ))s] $*"; }
@@ -66,7 +102,8 @@ command -v docker >/dev/null && docker info >/dev/null 2>&1 || {
   exit 1
 }
 
-inputs=$(cat <(grep -v '^[[:space:]]*#' "$0") "$root/versions.env" "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum | sha256sum | cut -c1-16)
+inputs=$(cat <(grep -v '^[[:space:]]*#' "$0") "$root/versions.env" <(echo "release $release") \
+  "$root"/kindnode/*/go.mod "$root"/kindnode/*/go.sum "$root"/kindnode/*/previous/go.mod "$root"/kindnode/*/previous/go.sum | sha256sum | cut -c1-16)
 if [[ "$(docker image inspect "$image" --format '{{index .Config.Labels "listwatch-labs.inputs"}}' 2>/dev/null)" == "$inputs" ]]; then
   say "$image is up to date (inputs $inputs)"
   exit 0
@@ -94,7 +131,7 @@ say "building $image (inputs $inputs); the first build compiles Kubernetes, etcd
 modcache=$(go env GOMODCACHE)
 kube_src="$modcache/k8s.io/kubernetes@$KUBERNETES_VERSION"
 kind_files="$modcache/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
-(cd "$root/kindnode/kube" && GOWORK=off go mod download k8s.io/kubernetes sigs.k8s.io/kind 2>/dev/null || true)
+(cd "$root/kindnode/kube" && GOWORK=off go mod download -modfile="$(modfile_of kube)" k8s.io/kubernetes sigs.k8s.io/kind 2>/dev/null || true)
 [[ -d "$kind_files" ]] || (cd "$root/cluster" && GOWORK=off go mod download sigs.k8s.io/kind)
 
 # 1. The programs. Versions are stamped as Kubernetes' own build does
@@ -106,8 +143,9 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=${v%%.*} -X $p.gitMinor=$(cut -d. -f2 <<<"$v") -X $p.gitTreeState=clean"
 done
 build() { # module, output name, package, [tags], [more ldflags]
-  local mod=$1 out=$2 pkg=$3 tags=${4:-} ldflags="$ldflags ${5:-}" stamp
-  stamp=$(cat "$root/kindnode/$mod/go.mod" "$root/kindnode/$mod/go.sum" <(echo "$pkg $tags $ldflags") | sha256sum | cut -c1-16)
+  local mod=$1 out=$2 pkg=$3 tags=${4:-} ldflags="$ldflags ${5:-}" stamp mf
+  mf=$(modfile_of "$mod")
+  stamp=$(cat "$root/kindnode/$mod/$mf" "$root/kindnode/$mod/${mf%.mod}.sum" <(echo "$pkg $tags $ldflags") | sha256sum | cut -c1-16)
   if [[ -x "$bin/$out" && "$(cat "$bin/$out.stamp" 2>/dev/null)" == "$stamp" ]]; then
     return
   fi
@@ -118,8 +156,8 @@ build() { # module, output name, package, [tags], [more ldflags]
   (
     cd "$root/kindnode/$mod"
     export GOWORK=off CGO_ENABLED=0
-    total=$(go list -tags "$tags" -deps "$pkg" | wc -l)
-    go build -v -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg" 2>&1 | {
+    total=$(go list -modfile="$mf" -tags "$tags" -deps "$pkg" | wc -l)
+    go build -modfile="$mf" -v -tags "$tags" -ldflags "$ldflags" -o "$bin/$out" "$pkg" 2>&1 | {
       n=0
       while IFS= read -r line; do
         case "$line" in
@@ -141,7 +179,7 @@ build coredns coredns github.com/coredns/coredns
 # crictl and containerd stamp their versions from git in their Makefiles
 # (cri-tools: pkg/version.Version without the "v"; containerd:
 # version.Version); here the version comes from the module's go.mod.
-modversion() { (cd "$root/kindnode/$1" && GOWORK=off go list -m -f '{{.Version}}' "$2"); }
+modversion() { (cd "$root/kindnode/$1" && GOWORK=off go list -modfile="$(modfile_of "$1")" -m -f '{{.Version}}' "$2"); }
 crictl_version=$(modversion crictl sigs.k8s.io/cri-tools)
 build crictl crictl sigs.k8s.io/cri-tools/cmd/crictl "" "-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version#v}"
 containerd_version=$(modversion containerd github.com/containerd/containerd/v2)

@@ -16,7 +16,14 @@ import (
 // module cache.
 func moduleDir(t *testing.T, path string) string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path)
+	return moduleDirOf(t, "go.mod", path)
+}
+
+// moduleDirOf is the directory of a module that cluster/MODFILE requires
+// (go.mod, or previous/go.mod for the previous release), in the module cache.
+func moduleDirOf(t *testing.T, modfile, path string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-modfile="+modfile, "-m", "-f", "{{.Dir}}", path)
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
@@ -41,7 +48,8 @@ func quoted(t *testing.T, file, name string) string {
 	return string(m[1])
 }
 
-// required is the version kindnode/MOD/go.mod requires of path.
+// required is the version kindnode/MOD/go.mod requires of path (MOD may
+// be kube/previous: the previous release's module file).
 func required(t *testing.T, mod, path string) string {
 	t.Helper()
 	v, ok := requiredIf(t, mod, path)
@@ -73,7 +81,9 @@ func requiredIf(t *testing.T, mod, path string) (string, bool) {
 // containerd and crictl at the versions kind's own base image builds
 // (CONTAINERD_VERSION, CRICTL_VERSION in images/base/Dockerfile of the kind
 // module at KIND_VERSION), containerd with the Kubernetes libraries its own
-// go.mod takes. A `go get` that moves one of them fails here.
+// go.mod takes. The same for the previous release's image
+// (kindnode/*/previous/go.mod, at PREVIOUS_KUBERNETES_VERSION and what
+// kubeadm of it asks for). A `go get` that moves one of them fails here.
 func TestKindNodeModulesPinWhatTheyClaim(t *testing.T) {
 	v := versions(t)
 	kubeadm := filepath.Join(moduleDir(t, "k8s.io/kubernetes"), "cmd", "kubeadm", "app", "constants", "constants.go")
@@ -85,6 +95,23 @@ func TestKindNodeModulesPinWhatTheyClaim(t *testing.T) {
 		{"coredns", "github.com/coredns/coredns", quoted(t, kubeadm, "CoreDNSVersion"), "kubeadm's CoreDNSVersion"},
 		{"containerd", "github.com/containerd/containerd/v2", quoted(t, dockerfile, "CONTAINERD_VERSION"), "kind's base image CONTAINERD_VERSION"},
 		{"crictl", "sigs.k8s.io/cri-tools", quoted(t, dockerfile, "CRICTL_VERSION"), "kind's base image CRICTL_VERSION"},
+	} {
+		if got := required(t, c.mod, c.path); got != c.want {
+			t.Errorf("kindnode/%s requires %s %s; %s is %s", c.mod, c.path, got, c.from, c.want)
+		}
+	}
+
+	// The previous release's image (scripts/kind-node-image.sh --release
+	// previous): kube, etcd and coredns from their previous/go.mod, at what
+	// kubeadm of that release asks for (its constants.go, in the module
+	// cluster/previous/go.mod pins); containerd and crictl from the same
+	// modules as above, kind's base image being the same.
+	prevKubeadm := filepath.Join(moduleDirOf(t, "previous/go.mod", "k8s.io/kubernetes"), "cmd", "kubeadm", "app", "constants", "constants.go")
+	prevEtcd, _, _ := strings.Cut(quoted(t, prevKubeadm, "DefaultEtcdVersion"), "-")
+	for _, c := range []struct{ mod, path, want, from string }{
+		{"kube/previous", "k8s.io/kubernetes", v["PREVIOUS_KUBERNETES_VERSION"], "versions.env PREVIOUS_KUBERNETES_VERSION"},
+		{"etcd/previous", "go.etcd.io/etcd/server/v3", "v" + prevEtcd, "the previous kubeadm's DefaultEtcdVersion"},
+		{"coredns/previous", "github.com/coredns/coredns", quoted(t, prevKubeadm, "CoreDNSVersion"), "the previous kubeadm's CoreDNSVersion"},
 	} {
 		if got := required(t, c.mod, c.path); got != c.want {
 			t.Errorf("kindnode/%s requires %s %s; %s is %s", c.mod, c.path, got, c.from, c.want)
@@ -141,8 +168,9 @@ func TestKindNodeImageChecksFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.MkdirAll(filepath.Join(root, "kindnode", "kube"), 0o755)
-	for _, f := range []string{"go.mod", "go.sum"} {
+	// The module files the image's input hash reads: each release's.
+	os.MkdirAll(filepath.Join(root, "kindnode", "kube", "previous"), 0o755)
+	for _, f := range []string{"go.mod", "go.sum", "previous/go.mod", "previous/go.sum"} {
 		os.WriteFile(filepath.Join(root, "kindnode", "kube", f), nil, 0o644)
 	}
 	calls := filepath.Join(t.TempDir(), "go-calls")
@@ -162,8 +190,8 @@ func TestKindNodeImageChecksFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func() (string, int) {
-		cmd := exec.Command(bash, filepath.Join(root, "scripts", "kind-node-image.sh"))
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(bash, append([]string{filepath.Join(root, "scripts", "kind-node-image.sh")}, args...)...)
 		cmd.Env = append(os.Environ(), "PATH="+bare)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -183,6 +211,15 @@ func TestKindNodeImageChecksFirst(t *testing.T) {
 	want := "kind-node-image: needs " + asRoot + "mmdebstrap, jq, gcc (Debian: apt-get install mmdebstrap jq gcc libc6-dev); nothing was built\n"
 	if code != 1 || out != want {
 		t.Errorf("with none of them: exit %d, output\n%s\nwant exit 1 and\n%s", code, out, want)
+	}
+	// The previous release's image checks the same, first.
+	if out, code := run("--release", "previous"); code != 1 || out != want {
+		t.Errorf("--release previous with none of them: exit %d, output\n%s\nwant exit 1 and\n%s", code, out, want)
+	}
+	// A release it does not know: refused before anything else.
+	wantRelease := "kind-node-image: unknown release \"next\" (current or previous)\n"
+	if out, code := run("--release", "next"); code != 2 || out != wantRelease {
+		t.Errorf("--release next: exit %d, output\n%s\nwant exit 2 and\n%s", code, out, wantRelease)
 	}
 
 	// mmdebstrap and jq there, and a gcc that cannot link static.
