@@ -408,3 +408,20 @@ TestScripts/credentials: needs labcluster's kubeconfig, which holds a bearer tok
 		t.Errorf("kind-e2e.sh --skips: exit %d, output:\n%s\nwant:\n%s", code, out, want)
 	}
 }
+
+// TestKindE2ERelease: scripts/kind-e2e.sh takes --release current|previous
+// (the previous release's node image, scripts/kind-node-image.sh --release
+// previous) and refuses anything else before it asks for Docker, builds or
+// starts anything.
+func TestKindE2ERelease(t *testing.T) {
+	for _, args := range [][]string{{"--release", "next"}, {"--release=next"}} {
+		out, code := runScript(t, "kind-e2e.sh", args...)
+		if want := "kind-e2e: unknown release \"next\" (current or previous)\n"; code != 2 || out != want {
+			t.Errorf("kind-e2e.sh %s: exit %d, output:\n%s\nwant exit 2 and:\n%s", strings.Join(args, " "), code, out, want)
+		}
+	}
+	out, code := runScript(t, "kind-e2e.sh", "--previous")
+	if want := "usage: scripts/kind-e2e.sh [--release current|previous] | --skips LOG\n"; code != 2 || out != want {
+		t.Errorf("kind-e2e.sh --previous: exit %d, output:\n%s\nwant exit 2 and:\n%s", code, out, want)
+	}
+}

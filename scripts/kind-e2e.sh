@@ -24,6 +24,19 @@
 #   8. a summary per lab: passed or failed, and each skipped test by name
 #      with the reason it gave (some of them skip on every target, not only
 #      on kind).
+#   scripts/kind-e2e.sh --release previous
+#                                      the same on a kind cluster of the
+#                                      release before the course's
+#                                      (versions.env PREVIOUS_KUBERNETES_VERSION):
+#                                      the node image of it built here
+#                                      (scripts/kind-node-image.sh --release
+#                                      previous), started by
+#                                      scripts/cluster-up.sh kind --release
+#                                      previous, and LAB_RELEASE=previous for
+#                                      the demos and tests, so that anything
+#                                      that starts a cluster of its own, and
+#                                      scripts/kubectl, are of that release too
+#                                      (labkit's EnvRelease)
 # Its log is .cluster/kind-e2e/; the exit status is 0 only when every lab
 # passed and nothing was left behind. A Ctrl-C after the start removes the
 # cluster (scripts/cluster-down.sh) and exits 130; the Docker engine it
@@ -57,8 +70,21 @@ if [[ ${1:-} == --skips ]]; then
   awk "$skip_reasons" "${2:?usage: scripts/kind-e2e.sh --skips LOG}"
   exit
 fi
+release=current
+case "${1:-}" in
+"") ;;
+--release=*) release=${1#--release=} ;;
+--release) release=${2:-} ;;
+*) echo "usage: scripts/kind-e2e.sh [--release current|previous] | --skips LOG" >&2; exit 2 ;;
+esac
 # shellcheck source=../versions.env
 source "$root/versions.env"
+case "$release" in
+current) version=$KUBERNETES_VERSION ;;
+previous) version=$PREVIOUS_KUBERNETES_VERSION ;;
+*) echo "kind-e2e: unknown release \"$release\" (current or previous)" >&2; exit 2 ;;
+esac
+export LAB_RELEASE=$release
 logs="$root/.cluster/kind-e2e"
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -69,13 +95,13 @@ if ! docker info >/dev/null 2>&1; then
   say "no Docker engine answers; starting one (scripts/sandbox-docker.sh)"
   "$root/scripts/sandbox-docker.sh" || exit 1
 fi
-"$root/scripts/kind-node-image.sh" || { say "the node image did not build"; exit 1; }
+"$root/scripts/kind-node-image.sh" --release "$release" || { say "the node image did not build"; exit 1; }
 
 if [[ -f "$root/.cluster/kind" || -f "$root/.cluster/state.json" ]]; then
   say "a cluster is up here already; stop it first with scripts/cluster-down.sh"
   exit 1
 fi
-export KIND_NODE_IMAGE="listwatch-labs/kind-node:$KUBERNETES_VERSION" KIND_CONFIG="$root/testdata/kind-config-sandbox.yaml"
+export KIND_NODE_IMAGE="listwatch-labs/kind-node:$version" KIND_CONFIG="$root/testdata/kind-config-sandbox.yaml"
 # What a failed run must not leave: kind's node containers and network, and
 # the marker cluster-up.sh writes.
 leftovers() {
@@ -98,7 +124,7 @@ down() {
 # container and the network exist.
 say "Ctrl-C during cluster-up.sh kind, once kind starts its kubeadm step"
 set -m
-"$root/scripts/cluster-up.sh" kind >"$logs/interrupted-up.log" 2>&1 &
+"$root/scripts/cluster-up.sh" kind --release "$release" >"$logs/interrupted-up.log" 2>&1 &
 up_pid=$!
 set +m
 deadline=$((SECONDS + 180))
@@ -125,7 +151,7 @@ say "Ctrl-C: cluster-up.sh said so, exited 130 and left no kind container, netwo
 # half-made one itself; cluster-down.sh then finds nothing to stop.)
 trap 'trap "" INT TERM; echo; say "interrupted; stopping the kind cluster"; down; exit 130' INT TERM
 up_start=$(date +%s)
-"$root/scripts/cluster-up.sh" kind 2>&1 | tee "$logs/cluster-up.log"
+"$root/scripts/cluster-up.sh" kind --release "$release" 2>&1 | tee "$logs/cluster-up.log"
 up_status=${PIPESTATUS[0]}
 say "cluster-up.sh kind: exit $up_status in $(( $(date +%s) - up_start ))s"
 if [[ $up_status != 0 ]]; then
@@ -133,6 +159,12 @@ if [[ $up_status != 0 ]]; then
   exit 1
 fi
 "$root/scripts/kubectl" version 2>&1 | tee "$logs/kubectl-version.log"
+server=$(sed -n 's/^Server Version: //p' "$logs/kubectl-version.log")
+if [[ $server != "$version" ]]; then
+  say "the kind cluster says Server Version ${server:-(none)}, not $version"
+  down
+  exit 1
+fi
 # Every result below must come from this kind cluster: a lab's test binary
 # that finds no cluster answering starts a private labcluster and passes
 # there. So kind's node is asked for before the demos and after the labs.
@@ -184,7 +216,7 @@ fi
 down || failed=1
 
 echo
-echo "kind-e2e: on kind $KIND_VERSION, node image listwatch-labs/kind-node:$KUBERNETES_VERSION:"
+echo "kind-e2e: on kind $KIND_VERSION, node image listwatch-labs/kind-node:$version (Server Version $server):"
 for name in $(printf '%s\n' "${!result[@]}" | sort); do
   echo "  $name: ${result[$name]}"
 done
