@@ -2,6 +2,7 @@ package kindpath
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -20,17 +21,20 @@ func moduleDir(t *testing.T, path string) string {
 }
 
 // moduleDirOf is the directory of a module that cluster/MODFILE requires
-// (go.mod, or previous/go.mod for the previous release), in the module cache.
+// (go.mod, or previous/go.mod for the previous release), in the module
+// cache. go mod download fetches it first if it is not there (the previous
+// release's k8s.io/kubernetes is, only once something built it).
 func moduleDirOf(t *testing.T, modfile, path string) string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-modfile="+modfile, "-m", "-f", "{{.Dir}}", path)
+	cmd := exec.Command("go", "mod", "download", "-modfile="+modfile, "-json", path)
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("go list -m %s: %v (%s)", path, err, out)
+	var m struct{ Dir, Error string }
+	if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
+		t.Fatalf("go mod download -modfile=%s %s: %v (%s)", modfile, path, err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return m.Dir
 }
 
 // quoted is the first string constant or ARG assigned to name in a file:
