@@ -52,6 +52,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"tcpproxy":       cmdTCPProxy,
 		"jsonvar":        cmdJSONVar,
 		"freeport":       cmdFreePort,
+		"release":        cmdRelease,
 	}
 }
 

@@ -41,6 +41,14 @@ package labkit
 //	                                -benchtime 1x instead of -benchtime 20x:
 //	                                takes minutes as written"); only with
 //	                                shape, as the numbers then differ
+//	<!-- check: release 1.37: REASON -->
+//	                                the block shows what that release does
+//	                                (a "What changed in 1.37" section):
+//	                                it runs against that release, and
+//	                                against another (LAB_RELEASE=previous,
+//	                                scripts/previous-release.sh) it is not
+//	                                run and REASON is printed; a test of
+//	                                the lab asserts each release's answer
 //	<!-- check: background NAME [nowait] -->
 //	                                the block's one command runs in the
 //	                                background, as in a second terminal; the
@@ -137,6 +145,29 @@ func readmes(root string) ([]string, error) {
 	return files, nil
 }
 
+// checkedRelease is the release ("1.37") of the clusters the README check
+// starts: versions.env's KUBERNETES_VERSION, or with LAB_RELEASE=previous
+// (EnvRelease) its PREVIOUS_KUBERNETES_VERSION.
+func checkedRelease() (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	key := "KUBERNETES_VERSION"
+	if os.Getenv(EnvRelease) == "previous" {
+		key = "PREVIOUS_KUBERNETES_VERSION"
+	}
+	v, err := versionsEnv(root, key)
+	if err != nil {
+		return "", err
+	}
+	r := strings.TrimPrefix(v, "v")
+	if i := strings.LastIndexByte(r, '.'); i > 0 {
+		r = r[:i]
+	}
+	return r, nil
+}
+
 // A readmeStep is one thing the check does, in README order.
 type readmeStep struct {
 	line      int      // README line of the command or comment
@@ -190,6 +221,22 @@ func parseREADME(name, text string) ([]readmeStep, error) {
 				pending.skip = strings.TrimSpace(strings.TrimPrefix(d, "skip:"))
 				if pending.skip == "" {
 					return nil, fmt.Errorf("%s:%d: skip needs a reason: <!-- check: skip: REASON -->", name, i+1)
+				}
+			case strings.HasPrefix(d, "release "):
+				if pending == nil {
+					pending, pendingLine = &readmeStep{}, i+1
+				}
+				rel, reason, ok := strings.Cut(strings.TrimPrefix(d, "release "), ":")
+				rel, reason = strings.TrimSpace(rel), strings.TrimSpace(reason)
+				if !ok || reason == "" || !regexp.MustCompile(`^1\.[0-9]+$`).MatchString(rel) {
+					return nil, fmt.Errorf("%s:%d: release MAJOR.MINOR: REASON, not %q", name, i+1, d)
+				}
+				running, err := checkedRelease()
+				if err != nil {
+					return nil, fmt.Errorf("%s:%d: %v", name, i+1, err)
+				}
+				if running != rel {
+					pending.skip = fmt.Sprintf("shows %s, the check runs %s: %s", rel, running, reason)
 				}
 			case strings.HasPrefix(d, "break "):
 				if pending == nil {
@@ -1279,6 +1326,36 @@ func TestREADMECheckCatches(t *testing.T) {
 		err := run(tc.text)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v\nwant an error containing %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestREADMEReleaseDirective: a block marked `release 1.N: REASON` runs
+// against that release and is skipped, saying why, against the other
+// (LAB_RELEASE=previous); a release directive without a reason, or with
+// no MAJOR.MINOR, is refused. It needs no cluster.
+func TestREADMEReleaseDirective(t *testing.T) {
+	current, err := checkedRelease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := "<!-- check: release " + current + ": shows gzip -->\n```console\n$ echo hi\nhi\n```\n"
+	steps, err := parseREADME("R.md", readme)
+	if err != nil || len(steps) != 1 || steps[0].skip != "" {
+		t.Fatalf("against %s: %+v, %v; want the block run", current, steps, err)
+	}
+	t.Setenv(EnvRelease, "previous")
+	previous, err := checkedRelease()
+	if err != nil || previous == current {
+		t.Fatalf("LAB_RELEASE=previous: release %q (%v), want another than %s", previous, err, current)
+	}
+	steps, err = parseREADME("R.md", readme)
+	if err != nil || len(steps) != 1 || !strings.Contains(steps[0].skip, "shows gzip") {
+		t.Fatalf("against %s: %+v, %v; want the block skipped with its reason", previous, steps, err)
+	}
+	for _, bad := range []string{"release 1.37", "release 1.37:", "release v1.37.0: why"} {
+		if _, err := parseREADME("R.md", "<!-- check: "+bad+" -->\n```console\n$ echo hi\nhi\n```\n"); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }

@@ -11,7 +11,9 @@
 # named in a .txtar: -- want-1.36.txt --), and in Markdown
 # sections headed "What changed..." (where a lab says what 1.37 changed),
 # "Since when..." (its table of which release brought what) or "The
-# previous release..." (the docs on running it); any other
+# previous release..." (the docs on running it); and anywhere as a citation
+# of its pinned source (k8s.io/apiserver@v0.N.M/PATH, a blob/v1.N.M/ link),
+# which a test asserting the previous release's behaviour names; any other
 # 1.36.N fails everywhere: in a README, a script, a link, a golden, a go.mod.
 # It also fails when the Go modules disagree with versions.env.
 # scripts/test.sh runs it.
@@ -108,6 +110,16 @@ while IFS= read -r hit; do
   # match, left to right, with no process per hit (a checkout has a
   # thousand hits, nearly all the pinned version).
   found="" rest=${hit#*:*:}
+  # A citation of the previous release at its pin (k8s.io/apiserver@v0.36.4/…,
+  # k8s.io/kubernetes@v1.36.4/…, a …/blob/v1.36.4/… link) may stand in any
+  # file: a test that asserts what the previous release does cites its
+  # lines there, and scripts/check-links.sh checks the lines.
+  if [[ -n $prevwant ]]; then
+    rest=${rest//@v$prevstaging\//@PREV/}
+    rest=${rest//@v$prevwant\//@PREV/}
+    rest=${rest//\/blob\/v$prevwant\//\/blob\/PREV/}
+    rest=${rest//\/tree\/v$prevwant\//\/tree\/PREV/}
+  fi
   while [[ $rest =~ $pattern ]]; do
     match=${BASH_REMATCH[0]}
     rest=${rest#*"$match"}
@@ -128,7 +140,7 @@ while IFS= read -r hit; do
   done
   if [[ -n $found ]]; then
     if [[ -n $prevwant && ( $found == "$prevwant" || $found == "$prevstaging" ) ]]; then
-      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, the previous release, outside versions.env, cluster/previous/, the previous release's goldens (under testdata/, a path part named previous or $prev) and Markdown sections headed \"What changed...\", \"Since when...\" or \"The previous release...\"; the course pins $KUBERNETES_VERSION (versions.env)"
+      echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, the previous release, outside versions.env, cluster/previous/, the previous release's goldens (under testdata/, a path part named previous or $prev), Markdown sections headed \"What changed...\", \"Since when...\" or \"The previous release...\", and citations of its pinned source (MODULE@v$prevstaging/PATH, blob/v$prevwant/PATH); the course pins $KUBERNETES_VERSION (versions.env)"
     elif [[ $found == "$prev".* || $found == "0.$prevn".* ]]; then
       echo "check-versions: $file:$(cut -d: -f2 <<<"$hit"): names $found, but the course pins $KUBERNETES_VERSION, and ${PREVIOUS_KUBERNETES_VERSION:-no release} as the previous release (versions.env)"
     else

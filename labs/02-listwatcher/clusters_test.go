@@ -368,6 +368,12 @@ func (g *gzipSeen) RoundTrip(req *http.Request) (*http.Response, error) {
 // ListWatch leaves Accept-Encoding to Go's transport, which asks for gzip
 // and decompresses: the watch-list arrives gzip and decodes as usual, up to
 // the initial-events-end bookmark; a watch from a resourceVersion is plain.
+// A 1.36 apiserver, asked the same, sends the watch-list plain: it has no
+// such gate, and its `HandleHTTP` sets Content-Type and Transfer-Encoding
+// and nothing else before the stream
+// (k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:241-282). The
+// same code decodes both: the transport asked, so it unpacks only what came
+// packed.
 func TestWatchListArrivesGzip(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	client, ns := newNamespace(t)
@@ -427,9 +433,10 @@ func TestWatchListArrivesGzip(t *testing.T) {
 	if len(seen.seen) != 2 {
 		t.Fatalf("requests seen: %v", seen.seen)
 	}
+	gzipWatchList := labkit.ServerMinor(t) >= 37 // 1.36: no gzip at all
 	for query, uncompressed := range seen.seen {
-		if watchList := strings.Contains(query, "sendInitialEvents=true"); uncompressed != watchList {
-			t.Errorf("%s: decompressed by the transport %v, want %v (gzip only for the watch-list)", query, uncompressed, watchList)
+		if want := gzipWatchList && strings.Contains(query, "sendInitialEvents=true"); uncompressed != want {
+			t.Errorf("%s: decompressed by the transport %v, want %v (gzip only for the watch-list, and only from 1.37)", query, uncompressed, want)
 		}
 	}
 }

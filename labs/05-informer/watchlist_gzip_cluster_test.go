@@ -13,6 +13,16 @@ package lab05_test
 // Go's transport asks for gzip by itself, unpacks the body and says so in
 // http.Response.Uncompressed, so neither informer has anything to do: each
 // syncs from a compressed stream. A plain watch is not compressed.
+//
+// Against a 1.36 apiserver both informers still make a streaming list
+// (client-go v0.37's `WatchListClient` is on, and 1.36 serves
+// sendInitialEvents: its `WatchList` gate is beta and on,
+// k8s.io/apiserver@v0.36.4/pkg/features/kube_features.go:536-542), and
+// both sync; the transport asks for gzip the same way, but 1.36 answers
+// plain: it has no WatchListCompression gate, and its `HandleHTTP` sets
+// Content-Type and Transfer-Encoding and nothing else before the stream
+// (k8s.io/apiserver@v0.36.4/pkg/endpoints/handlers/watch.go:241-282).
+// Neither informer falls back to a LIST: each made no LIST at all.
 
 import (
 	"context"
@@ -41,16 +51,27 @@ type watchEncodings struct {
 	mu   sync.Mutex
 	// streaming and plain: one entry per watch, true if its body was gzip.
 	streaming, plain []bool
+	list             int // the requests that were not watches: LISTs
+}
+
+func (w *watchEncodings) lists() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.list
 }
 
 func (w *watchEncodings) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := w.next.RoundTrip(req)
 	q := req.URL.Query()
-	if err != nil || q.Get("watch") != "true" && q.Get("watch") != "1" {
+	if err != nil {
 		return resp, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if q.Get("watch") != "true" && q.Get("watch") != "1" {
+		w.list++
+		return resp, err
+	}
 	if q.Get("sendInitialEvents") == "true" {
 		w.streaming = append(w.streaming, resp.Uncompressed)
 	} else {
@@ -114,15 +135,19 @@ func TestStreamingListArrivesGzipped(t *testing.T) {
 	if n, m := len(ours.GetIndexer().ListKeys()), len(theirs.GetStore().ListKeys()); n < 2 || m < 2 {
 		t.Fatalf("after the sync ours holds %d ConfigMaps, client-go's %d; want a and b (and kube-root-ca.crt)", n, m)
 	}
+	gzipWatchList := labkit.ServerMinor(t) >= 37 // 1.36: plain
 	for name, rec := range map[string]*watchEncodings{"ours (lab 02's ListWatch)": oursRec, "client-go's": theirsRec} {
 		streaming, _ := rec.seen()
 		if len(streaming) == 0 {
 			t.Errorf("%s informer: no watch with sendInitialEvents=true", name)
 		}
 		for i, gz := range streaming {
-			if !gz {
-				t.Errorf("%s informer: streaming list %d came uncompressed; want gzip (WatchListCompression)", name, i+1)
+			if gz != gzipWatchList {
+				t.Errorf("%s informer: streaming list %d gzip: %v, want %v (WatchListCompression, from 1.37)", name, i+1, gz, gzipWatchList)
 			}
+		}
+		if n := rec.lists(); n != 0 {
+			t.Errorf("%s informer: %d LISTs, want none (a streaming list, no fallback)", name, n)
 		}
 	}
 

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -58,6 +61,10 @@ type realCluster struct {
 	writes   map[string]time.Time
 	written  atomic.Int64
 	failed   atomic.Int64
+
+	// want is the metrics the view reads: realMetricsFor the server's
+	// minor release.
+	want []realMetric
 
 	metricsMu  sync.Mutex
 	metrics    []MetricRow
@@ -139,6 +146,44 @@ var realMetrics = []realMetric{
 
 func cm() map[string]string { return map[string]string{"group": "", "resource": "configmaps"} }
 
+// realMetricsFor returns the metrics the view reads from a kube-apiserver
+// of the given minor release (1.minor). Before 1.37 the watch cache's LISTs
+// are counted only in apiserver_cache_list_total{group,resource,index}
+// (`listCacheCount`, k8s.io/apiserver@v0.36.4/pkg/storage/cacher/metrics/metrics.go:43-51,
+// which `RecordListCacheMetrics` increments, :241-245, from Cacher.GetList,
+// k8s.io/apiserver@v0.36.4/pkg/storage/cacher/cacher.go:849), and
+// apiserver_storage_list_total has no storage label: it counts etcd's LISTs
+// alone (`listStorageCount`, k8s.io/apiserver@v0.36.4/pkg/storage/etcd3/metrics/metrics.go:145-152).
+// So on 1.36 the row "LISTs served from the watch cache" reads
+// apiserver_cache_list_total. Every other row has the same name and labels
+// at 1.36.
+func realMetricsFor(minor int) []realMetric {
+	if minor >= 37 {
+		return realMetrics
+	}
+	out := slices.Clone(realMetrics)
+	for i, m := range out {
+		if m.name == "apiserver_storage_list_total" {
+			out[i].name, out[i].labels = "apiserver_cache_list_total", cm()
+		}
+	}
+	return out
+}
+
+// serverMinor reads the minor release of the server from its /version
+// (upstream's `version.Info`, whose gitVersion is v1.MINOR.PATCH).
+func serverMinor(ctx context.Context, client kubernetes.Interface) (int, error) {
+	info, err := discovery.ToDiscoveryInterfaceWithContext(client.Discovery()).ServerVersionWithContext(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("/version: %w", err)
+	}
+	v, err := version.ParseGeneric(info.GitVersion)
+	if err != nil {
+		return 0, fmt.Errorf("/version: gitVersion %q: %w", info.GitVersion, err)
+	}
+	return int(v.Minor()), nil
+}
+
 // fifoGauges is the informer's metrics provider: client-go reports its
 // FIFO's depth through it, the only way to see that from outside, and its
 // store's resourceVersion too (which the Indexer's
@@ -186,7 +231,11 @@ func startReal(ctx context.Context, kubeconfig, namespace string, log *eventLog)
 	if err != nil {
 		return nil, err
 	}
-	r := &realCluster{server: cfg.Host, client: client, ns: namespace, log: log, writes: map[string]time.Time{}}
+	minor, err := serverMinor(ctx, client)
+	if err != nil {
+		return nil, fmt.Errorf("the real cluster at %s: %w", cfg.Host, err)
+	}
+	r := &realCluster{server: cfg.Host, client: client, ns: namespace, log: log, writes: map[string]time.Time{}, want: realMetricsFor(minor)}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("the real cluster at %s: create namespace %s: %w", cfg.Host, namespace, err)
@@ -372,7 +421,7 @@ func (r *realCluster) scrape(ctx context.Context) ([]MetricRow, error) {
 		}
 		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
-	return sumMetrics(body, realMetrics)
+	return sumMetrics(body, r.want)
 }
 
 // sumMetrics reads the Prometheus text format and sums, for each wanted
