@@ -26,7 +26,7 @@
 # Each step's whole output is kept in .cluster/previous-release/.
 #
 # It is not part of scripts/test.sh: it builds a second control plane
-# (minutes, the first time) and takes 3 to 4 minutes more once that is built
+# (minutes, the first time) and takes 3½ to 4½ minutes more once that is built
 # (docs/cluster.md gives the measured times).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
