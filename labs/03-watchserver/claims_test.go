@@ -118,12 +118,18 @@ func get(t *testing.T, c *http.Client, url, token, accept string) (*http.Respons
 // once, not once per watch.
 func open(t *testing.T, c *http.Client, url, token, accept string) *http.Response {
 	t.Helper()
+	return openWith(t, c, url, token, "Accept", accept)
+}
+
+// openWith is open with header set to value (none when value is "").
+func openWith(t *testing.T, c *http.Client, url, token, header, value string) *http.Response {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
+	if value != "" {
+		req.Header.Set(header, value)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -22,18 +22,7 @@ import (
 // only on a client whose transport has DisableCompression).
 func openWatch(t *testing.T, c *http.Client, url, token, acceptEncoding string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if acceptEncoding != "" {
-		req.Header.Set("Accept-Encoding", acceptEncoding)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
+	resp := openWith(t, c, url, token, "Accept-Encoding", acceptEncoding)
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%s: HTTP %d %s", url, resp.StatusCode, b)

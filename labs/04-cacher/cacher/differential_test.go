@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
@@ -105,6 +106,9 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 					r.events = append(r.events, describeAny(ev))
 					r.mu.Unlock()
 				}
+				r.mu.Lock()
+				r.closed = true // the implementation ended the watch
+				r.mu.Unlock()
 			}()
 		}
 	}
@@ -141,7 +145,7 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 		}
 		return r.events[len(r.events)-1]
 	}
-	waitFor(t, "both implementations delivered the same streams", func() bool {
+	same := func() bool {
 		for i := range specs {
 			if !sameEvents(results["lab"][i], results["upstream"][i]) ||
 				!sameEvents(results["lab"][i], results["lab/upstream-etcd3"][i]) {
@@ -149,7 +153,26 @@ func TestDifferentialAgainstUpstreamCacher(t *testing.T) {
 			}
 		}
 		return strings.HasSuffix(lastRV(results["lab"][0]), fmt.Sprint(" ", endRV))
-	})
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return same(), nil }); err != nil {
+		// Say how they differ: which streams, how long, ended or not.
+		for i, s := range specs {
+			for _, other := range []string{"upstream", "lab/upstream-etcd3"} {
+				if !sameEvents(results["lab"][i], results[other][i]) {
+					a, b := results[other][i], results["lab"][i]
+					a.mu.Lock()
+					b.mu.Lock()
+					t.Errorf("spec %d (%s %v): %s has %d events (ended: %v), lab %d (ended: %v); etcd at %d:\n%s", i, s.key, s.pred,
+						other, len(a.events), a.closed, len(b.events), b.closed, endRV,
+						labkit.Diff(strings.Join(a.events, "\n"), strings.Join(b.events, "\n")))
+					b.mu.Unlock()
+					a.mu.Unlock()
+				}
+			}
+		}
+		t.Fatalf("timed out waiting for both implementations to deliver the same streams up to etcd's revision %d (lab's last: %q)", endRV, lastRV(results["lab"][0]))
+	}
 	for i, s := range specs {
 		lab, upstream := results["lab"][i], results["upstream"][i]
 		lab.mu.Lock()
