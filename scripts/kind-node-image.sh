@@ -47,7 +47,8 @@
 # multi-architecture build.
 #
 # The image is labelled with a hash of its inputs (this script without its
-# comment lines, versions.env, kindnode/*/go.{mod,sum}); when an image with
+# comment lines, versions.env, the release, kindnode/*/go.{mod,sum} and
+# kindnode/*/previous/go.{mod,sum}); when an image with
 # that label exists, the script says so and stops: a second run takes
 # seconds.
 #
