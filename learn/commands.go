@@ -211,13 +211,13 @@ func checkOnce(ctx context.Context, u *ui, root string, lab *Lab, only *Exercise
 			}
 			switch {
 			case len(slow) == 1:
-				u.printf("%s %s also checks %s; run it with --cluster (slow while the exercise fails)\n", u.dim("note:"), slow[0], ex.Name)
+				u.printf("%s %s also checks %s; run it with %s check %s %s --cluster (slow while the exercise fails)\n", u.dim("note:"), slow[0], ex.Name, u.cmd, lab.Num, ex.Name)
 			case len(slow) > 1:
 				names := strings.Join(slow, ", ")
 				if len(slow) > 2 {
 					names = fmt.Sprintf("%s, %s and %d more", slow[0], slow[1], len(slow)-2)
 				}
-				u.printf("%s %d slower tests (they start a server) also check %s (%s); run them with --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names)
+				u.printf("%s %d slower tests (they start a server) also check %s (%s); run them with %s check %s %s --cluster (slow while the exercise fails)\n", u.dim("note:"), len(slow), ex.Name, names, u.cmd, lab.Num, ex.Name)
 			}
 		}
 	}
