@@ -210,7 +210,8 @@ func (w *watchCache) setResourceVersionLocked(rv uint64) {
 }
 
 // waitUntilFreshLocked waits until the cache is current to at least rv, at
-// most blockTimeout. The caller holds the read lock, and holds it again
+// most blockTimeout, whatever ctx's deadline (ctx is upstream's too, for its
+// metrics). The caller holds the read lock, and holds it again
 // when this returns; while it waits, the lock is released (as a sync.Cond's
 // Wait does upstream).
 //
@@ -244,18 +245,16 @@ func (w *watchCache) waitUntilFreshLocked(ctx context.Context, rv uint64, progre
 		fresher := w.freshness
 		timer := clk.NewTimer(blockTimeout - waited)
 		w.RUnlock()
-		var err error
+		// Not ctx.Done(): upstream's wait does not watch the request either
+		// (its cond.Wait wakes only on a new resourceVersion or its
+		// blockTimeout timer), so a request whose deadline is shorter than
+		// blockTimeout still gets its answer if the cache catches up in time.
 		select {
 		case <-fresher:
 		case <-timer.C():
-		case <-ctx.Done():
-			err = ctx.Err()
 		}
 		timer.Stop()
 		w.RLock()
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }
