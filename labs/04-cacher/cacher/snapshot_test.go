@@ -149,20 +149,36 @@ func TestWatchInitialEventsComeFromALazySnapshot(t *testing.T) {
 
 // A read the cache is already fresh for returns at once from
 // waitUntilFreshLocked: no timer, no wait, even with a context that is
-// already done.
+// already done. A read it is not fresh for waits, as upstream's does,
+// whatever its context, until the cache catches up or blockTimeout has
+// passed on the cache's clock; then it is "too large resource version".
 func TestFreshReadDoesNotWait(t *testing.T) {
-	w := newTestWatchCache(testingclock.NewFakeClock(time.Now()))
+	clk := testingclock.NewFakeClock(time.Now())
+	w := newTestWatchCache(clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w.RLock()
-	defer w.RUnlock()
 	for _, rv := range []uint64{0, 1} {
 		if err := w.waitUntilFreshLocked(ctx, rv, nil); err != nil {
 			t.Errorf("rv %d at cache RV 1: %v, want nil at once", rv, err)
 		}
 	}
-	if err := w.waitUntilFreshLocked(ctx, 2, nil); err != context.Canceled {
-		t.Errorf("rv 2 at cache RV 1 with a done context: %v, want context.Canceled", err)
+	w.RUnlock()
+	errc := make(chan error, 1)
+	go func() {
+		w.RLock()
+		defer w.RUnlock()
+		errc <- w.waitUntilFreshLocked(ctx, 2, nil)
+	}()
+	waitFor(t, "the read of rv 2 waiting on the clock", clk.HasWaiters)
+	select {
+	case err := <-errc:
+		t.Fatalf("rv 2 at cache RV 1 with a done context returned before blockTimeout: %v", err)
+	default:
+	}
+	clk.Step(blockTimeout)
+	if err := <-errc; !storage.IsTooLargeResourceVersion(err) {
+		t.Errorf("rv 2 at cache RV 1 after blockTimeout: %v, want too large resource version", err)
 	}
 }
 
