@@ -16,13 +16,9 @@
 # that scripts/test.sh, which runs .cluster/bin/labcluster, always gets it.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-release=current
-case "${1:-}" in
-"") ;;
---release=*) release=${1#--release=} ;;
---release) release=${2:-} ;;
-*) echo "usage: scripts/build-labcluster.sh [--release current|previous]" >&2; exit 2 ;;
-esac
+# shellcheck source=release.sh
+source "$root/scripts/release.sh"
+release_from_args "scripts/build-labcluster.sh [--release current|previous]" "$@"
 # shellcheck source=../versions.env
 source "$root/versions.env"
 case "$release" in

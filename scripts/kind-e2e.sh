@@ -70,13 +70,9 @@ if [[ ${1:-} == --skips ]]; then
   awk "$skip_reasons" "${2:?usage: scripts/kind-e2e.sh --skips LOG}"
   exit
 fi
-release=current
-case "${1:-}" in
-"") ;;
---release=*) release=${1#--release=} ;;
---release) release=${2:-} ;;
-*) echo "usage: scripts/kind-e2e.sh [--release current|previous] | --skips LOG" >&2; exit 2 ;;
-esac
+# shellcheck source=release.sh
+source "$root/scripts/release.sh"
+release_from_args "scripts/kind-e2e.sh [--release current|previous] | --skips LOG" "$@"
 # shellcheck source=../versions.env
 source "$root/versions.env"
 case "$release" in

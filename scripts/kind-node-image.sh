@@ -66,13 +66,9 @@
 # KIND_VERSION), so both images take them from the one module each.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-release=current
-case "${1:-}" in
-"") ;;
---release=*) release=${1#--release=} ;;
---release) release=${2:-} ;;
-*) echo "usage: scripts/kind-node-image.sh [--release current|previous]" >&2; exit 2 ;;
-esac
+# shellcheck source=release.sh
+source "$root/scripts/release.sh"
+release_from_args "scripts/kind-node-image.sh [--release current|previous]" "$@"
 # shellcheck source=../versions.env
 source "$root/versions.env"
 work="$root/.cluster/kind-node"

@@ -162,7 +162,7 @@ func TestKindNodeImageChecksFirst(t *testing.T) {
 		t.Skip("runs a bash script with Linux tools")
 	}
 	root := t.TempDir()
-	for _, f := range []string{"scripts/kind-node-image.sh", "versions.env"} {
+	for _, f := range []string{"scripts/kind-node-image.sh", "scripts/release.sh", "versions.env"} {
 		b, err := os.ReadFile(filepath.Join(repoRoot(t), f))
 		if err != nil {
 			t.Fatal(err)
