@@ -197,21 +197,9 @@ func TestClusterUpWithKindUp(t *testing.T) {
 		{[]string{"embedded"}, 1, "", "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh\n"},
 		{[]string{"--etcd-members", "3"}, 1, "", "cluster-up: a kind cluster is up; for the embedded one, stop kind first with scripts/cluster-down.sh\n"},
 	} {
-		cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), c.args...)
-		cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != c.code || stdout.String() != c.stdout || stderr.String() != c.stderr {
-			t.Errorf("cluster-up.sh %v: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+		code, stdout, stderr := clusterUpWithFakes(t, root, fakes, state, c.args...)
+		if code != c.code || stdout != c.stdout || stderr != c.stderr {
+			t.Errorf("cluster-up.sh %v: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", c.args, code, stdout, stderr, c.code, c.stdout, c.stderr)
 		}
 	}
 	// The marker names the image the cluster was started with (issue #30):
@@ -229,22 +217,32 @@ func TestClusterUpWithKindUp(t *testing.T) {
 		{[]string{"kind"}, 0, "cluster-up: kind: already up\n" + export},
 		{[]string{"kind", "--release", "previous"}, 1, "cluster-up: a kind cluster of " + v["KIND_NODE_IMAGE"] + " is up, not of " + v["PREVIOUS_KIND_NODE_IMAGE"] + " (" + v["PREVIOUS_KUBERNETES_VERSION"] + "); stop it first with scripts/cluster-down.sh\n"},
 	} {
-		cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), c.args...)
-		cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != c.code || string(out) != c.out {
+		code, stdout, stderr := clusterUpWithFakes(t, root, fakes, state, c.args...)
+		if out := stdout + stderr; code != c.code || out != c.out {
 			t.Errorf("cluster-up.sh %v with the course's image up: exit %d, output %q; want exit %d, %q", c.args, code, out, c.code, c.out)
 		}
 	}
 	if calls, _ := os.ReadFile(filepath.Join(state, "calls")); strings.Contains(string(calls), "create") {
 		t.Errorf("a start with the cluster up ran kind create:\n%s", calls)
 	}
+}
+
+// clusterUpWithFakes runs root's scripts/cluster-up.sh with ARGS, the fake
+// kind and docker of fakes first on PATH (their state in state) and none of
+// the course's variables set, and returns its exit code and its output.
+func clusterUpWithFakes(t *testing.T, root, fakes, state string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up.sh"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+fakes+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"LAB_CLUSTER=", "LAB_RELEASE=", "KIND_NODE_IMAGE=", "KIND_CONFIG=", "FAKE_STATE="+state)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errOut.String()
 }

@@ -155,19 +155,7 @@ func plainWatchList(t *testing.T, s server, base string, resp *http.Response) {
 		t.Fatalf("%s: Vary %q, want no Accept-Encoding (1.36)", s.name, got)
 	}
 	dec := json.NewDecoder(resp.Body)
-	var initial []string
-	for {
-		var ev watchEvent
-		if err := dec.Decode(&ev); err != nil {
-			t.Fatalf("%s: not plain JSON frames (%v) after %q", s.name, err, initial)
-		}
-		if ev.isInitialEventsEnd() {
-			break
-		}
-		if ev.Object.Metadata.Name != rootCA {
-			initial = append(initial, ev.Type+" "+ev.Object.Metadata.Name)
-		}
-	}
+	initial := readInitialEvents(t, s.name+": not plain JSON frames", dec)
 	if strings.Join(initial, ",") != "ADDED before" {
 		t.Fatalf("%s: initial events %q, want [ADDED before]", s.name, initial)
 	}
@@ -261,20 +249,7 @@ func TestGoClientDecodesGzipWatchList(t *testing.T) {
 		if want := wantGzipWatchList(t, s.name); resp.Uncompressed != want {
 			t.Fatalf("%s: decompressed by the transport: %v, want %v (Content-Encoding %q; without it the server sent no gzip, or the request did not come from the transport's own Accept-Encoding)", s.name, resp.Uncompressed, want, resp.Header.Get("Content-Encoding"))
 		}
-		dec := json.NewDecoder(resp.Body)
-		var got []string
-		for {
-			var ev watchEvent
-			if err := dec.Decode(&ev); err != nil {
-				t.Fatalf("%s: %v after %q", s.name, err, got)
-			}
-			if ev.isInitialEventsEnd() {
-				break
-			}
-			if ev.Object.Metadata.Name != rootCA {
-				got = append(got, ev.Type+" "+ev.Object.Metadata.Name)
-			}
-		}
+		got := readInitialEvents(t, s.name, json.NewDecoder(resp.Body))
 		if strings.Join(got, ",") != "ADDED one" {
 			t.Fatalf("%s: initial events %q, want [ADDED one]", s.name, got)
 		}
@@ -296,5 +271,26 @@ func TestWatchListCompressionCanBeTurnedOff(t *testing.T) {
 	}
 	if body := readBody(t, resp); len(body) == 0 || body[0] != '{' {
 		t.Fatalf("body is not plain JSON: %q", body)
+	}
+}
+
+// readInitialEvents decodes a watch-list's frames up to its
+// initial-events-end bookmark and returns them as "TYPE name", leaving out
+// kube-root-ca.crt (the real apiserver's controller adds it to every
+// namespace). A frame that does not decode fails the test, prefixed by what.
+func readInitialEvents(t *testing.T, what string, dec *json.Decoder) []string {
+	t.Helper()
+	var got []string
+	for {
+		var ev watchEvent
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("%s: %v after %q", what, err, got)
+		}
+		if ev.isInitialEventsEnd() {
+			return got
+		}
+		if ev.Object.Metadata.Name != rootCA {
+			got = append(got, ev.Type+" "+ev.Object.Metadata.Name)
+		}
 	}
 }
